@@ -1,0 +1,28 @@
+# Small helpers so each area (apps/*, tools/*, bench/*, tests/*) registers itself by folder, without
+# editing a shared list.
+
+# Add every immediate subfolder of DIR that has a CMakeLists.txt.
+function(ddp_add_subdirectories dir)
+  file(GLOB children LIST_DIRECTORIES true "${CMAKE_CURRENT_SOURCE_DIR}/${dir}/*")
+  list(SORT children)
+  foreach(child IN LISTS children)
+    if(IS_DIRECTORY "${child}" AND EXISTS "${child}/CMakeLists.txt")
+      add_subdirectory("${child}")
+    endif()
+  endforeach()
+endfunction()
+
+# ddp_add_gtest(NAME SOURCES a.cpp b.cpp [LIBS x y] [TIMEOUT s] [LABELS l])
+# One GoogleTest executable linked with the multi-process test support (tests/support), registered
+# with ctest test by test. Executables re-run themselves as worker processes (see multiprocess.h).
+function(ddp_add_gtest name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ddp_test_support ${ARG_LIBS})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  gtest_discover_tests(${name}
+    DISCOVERY_TIMEOUT 120
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
+endfunction()

@@ -1,0 +1,20 @@
+# Install rules and the exported CMake package: find_package(ddp) + target_link_libraries(x ddp::ddp).
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS ddp EXPORT ddpTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY include/ddp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT ddpTargets NAMESPACE ddp:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ddp)
+
+configure_package_config_file(cmake/ddpConfig.cmake.in
+  "${CMAKE_CURRENT_BINARY_DIR}/ddpConfig.cmake"
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ddp)
+write_basic_package_version_file("${CMAKE_CURRENT_BINARY_DIR}/ddpConfigVersion.cmake"
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES "${CMAKE_CURRENT_BINARY_DIR}/ddpConfig.cmake"
+              "${CMAKE_CURRENT_BINARY_DIR}/ddpConfigVersion.cmake"
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ddp)

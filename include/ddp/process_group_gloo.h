@@ -1,0 +1,29 @@
+#pragma once
+// The Gloo process group (CPU tensors) over TCP.
+//
+//   auto store = std::make_shared<ddp::TCPStore>(...);
+//   auto pg = ddp::make_gloo_process_group(store, rank, world_size);
+
+#include <ddp/process_group.h>
+#include <ddp/store.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace ddp {
+
+struct GlooOptions {
+  /// Default timeout of every operation; a hung peer becomes a TimeoutError after it.
+  std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  /// Interface address to bind; empty: resolve this host's name (GLOO_SOCKET_IFNAME / DDP_SOCKET_IFNAME
+  /// pick an interface instead, as in c10d).
+  std::string hostname;
+};
+
+/// Connects the full mesh through `store` (keys under a "gloo/" prefix) and returns the group.
+/// Throws StoreError/TimeoutError when peers do not show up in time.
+std::shared_ptr<ProcessGroup> make_gloo_process_group(std::shared_ptr<Store> store, int rank, int size,
+                                                      GlooOptions options = {});
+
+}  // namespace ddp

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Configures and builds ddp into ${BUILD_DIR:-build} (RelWithDebInfo, Ninja, ccache when present).
+# Extra CMake arguments pass through: scripts/build.sh -DDDP_WITH_NCCL=OFF
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+cmake --build "$BUILD_DIR" --parallel "${DDP_BUILD_JOBS:-$(nproc)}"

@@ -1,0 +1,234 @@
+// The environment contract: which launcher or operator started us, and where we sit in the job.
+#include <ddp/errors.h>
+#include <ddp/world_info.h>
+
+#include <sstream>
+#include <vector>
+
+#include "ddp/core/env_parse.h"
+
+namespace ddp {
+namespace {
+
+using detail::EnvMap;
+using detail::env_get;
+using detail::parse_env_int;
+using detail::require_env_int;
+
+constexpr long long kMaxRanks = 1 << 20;
+
+std::string require_nonempty(const EnvMap& env, const std::string& name, const std::string& why) {
+  auto v = env_get(env, name);
+  if (!v) throw ConfigError(name + " is not set (" + why + ")");
+  return *v;
+}
+
+int parse_port(const std::string& name, const std::string& value) {
+  return static_cast<int>(parse_env_int(name, value, 1, 65535));
+}
+
+void check_rank_below(const std::string& rank_name, int rank, const std::string& size_name, int size) {
+  if (rank >= size)
+    throw ConfigError(rank_name + "=" + std::to_string(rank) + " is not below " + size_name + "=" +
+                      std::to_string(size));
+}
+
+// --- 1. torchrun / ddprun children ----------------------------------------------------------------
+WorldInfo from_torchrun(const EnvMap& env) {
+  WorldInfo w;
+  w.source = "torchrun";
+  const std::string why = "a launcher that sets LOCAL_RANK must set it too";
+  w.world_size = static_cast<int>(require_env_int(env, "WORLD_SIZE", 1, kMaxRanks));
+  w.rank = static_cast<int>(require_env_int(env, "RANK", 0, kMaxRanks));
+  check_rank_below("RANK", w.rank, "WORLD_SIZE", w.world_size);
+  w.local_rank = static_cast<int>(require_env_int(env, "LOCAL_RANK", 0, kMaxRanks));
+  auto lws = env_get(env, "LOCAL_WORLD_SIZE");
+  w.local_world_size = lws ? static_cast<int>(parse_env_int("LOCAL_WORLD_SIZE", *lws, 1, kMaxRanks)) : w.world_size;
+  check_rank_below("LOCAL_RANK", w.local_rank, "LOCAL_WORLD_SIZE", w.local_world_size);
+  if (w.local_world_size > w.world_size)
+    throw ConfigError("LOCAL_WORLD_SIZE=" + std::to_string(w.local_world_size) + " exceeds WORLD_SIZE=" +
+                      std::to_string(w.world_size));
+  auto gr = env_get(env, "GROUP_RANK");
+  w.group_rank = gr ? static_cast<int>(parse_env_int("GROUP_RANK", *gr, 0, kMaxRanks)) : 0;
+  w.master_addr = require_nonempty(env, "MASTER_ADDR", why);
+  w.master_port = parse_port("MASTER_PORT", require_nonempty(env, "MASTER_PORT", why));
+  if (auto v = env_get(env, "TORCHELASTIC_RESTART_COUNT"))
+    w.restart_count = static_cast<int>(parse_env_int("TORCHELASTIC_RESTART_COUNT", *v, 0, 1 << 30));
+  if (auto v = env_get(env, "TORCHELASTIC_MAX_RESTARTS"))
+    w.max_restarts = static_cast<int>(parse_env_int("TORCHELASTIC_MAX_RESTARTS", *v, 0, 1 << 30));
+  if (auto v = env_get(env, "TORCHELASTIC_RUN_ID")) w.run_id = *v;
+  if (auto v = env_get(env, "TORCHELASTIC_USE_AGENT_STORE"))
+    w.use_agent_store = detail::parse_env_bool("TORCHELASTIC_USE_AGENT_STORE", *v);
+  return w;
+}
+
+// --- 2. Kubeflow PET_* without a launcher: one process per node ----------------------------------
+int parse_nnodes(const std::string& value) {
+  // torchrun accepts "N" or "MIN:MAX"; a lone process can only take a fixed size.
+  auto colon = value.find(':');
+  if (colon == std::string::npos) return static_cast<int>(parse_env_int("PET_NNODES", value, 1, kMaxRanks));
+  long long lo = parse_env_int("PET_NNODES", value.substr(0, colon), 1, kMaxRanks);
+  long long hi = parse_env_int("PET_NNODES", value.substr(colon + 1), 1, kMaxRanks);
+  if (lo != hi)
+    throw ConfigError("PET_NNODES='" + value + "' is an elastic range; ddp needs a fixed node count");
+  return static_cast<int>(lo);
+}
+
+WorldInfo from_pet(const EnvMap& env) {
+  WorldInfo w;
+  w.source = "kubeflow-pet";
+  int nnodes = parse_nnodes(*env_get(env, "PET_NNODES"));
+  if (auto nproc = env_get(env, "PET_NPROC_PER_NODE")) {
+    if (*nproc != "auto" && *nproc != "cpu" && *nproc != "gpu") {
+      int n = static_cast<int>(parse_env_int("PET_NPROC_PER_NODE", *nproc, 1, 4096));
+      if (n != 1)
+        throw ConfigError("PET_NPROC_PER_NODE=" + *nproc +
+                          " asks for several processes per node, but this process was started without a "
+                          "launcher: make ddprun the container's command (ddprun ... <trainer> <args>)");
+    }
+  }
+  int node_rank = 0;
+  if (auto v = env_get(env, "PET_NODE_RANK")) {
+    node_rank = static_cast<int>(parse_env_int("PET_NODE_RANK", *v, 0, kMaxRanks));
+  } else if (auto v = env_get(env, "JOB_COMPLETION_INDEX")) {
+    node_rank = static_cast<int>(parse_env_int("JOB_COMPLETION_INDEX", *v, 0, kMaxRanks));
+  } else if (nnodes > 1) {
+    throw ConfigError("PET_NNODES=" + std::to_string(nnodes) +
+                      " but neither PET_NODE_RANK nor JOB_COMPLETION_INDEX is set");
+  }
+  check_rank_below(env_get(env, "PET_NODE_RANK") ? "PET_NODE_RANK" : "JOB_COMPLETION_INDEX", node_rank,
+                   "PET_NNODES", nnodes);
+  w.rank = w.group_rank = node_rank;
+  w.world_size = nnodes;
+  w.local_rank = 0;
+  w.local_world_size = 1;
+  if (auto a = env_get(env, "PET_MASTER_ADDR")) w.master_addr = *a;
+  else if (auto a2 = env_get(env, "MASTER_ADDR")) w.master_addr = *a2;
+  else if (nnodes > 1) throw ConfigError("PET_MASTER_ADDR is not set (needed with PET_NNODES > 1)");
+  if (auto p = env_get(env, "PET_MASTER_PORT")) w.master_port = parse_port("PET_MASTER_PORT", *p);
+  else if (auto p2 = env_get(env, "MASTER_PORT")) w.master_port = parse_port("MASTER_PORT", *p2);
+  else if (nnodes > 1) throw ConfigError("PET_MASTER_PORT is not set (needed with PET_NNODES > 1)");
+  return w;
+}
+
+// --- 3. PyTorchJob v1 -----------------------------------------------------------------------------
+WorldInfo from_pytorchjob(const EnvMap& env) {
+  WorldInfo w;
+  w.source = "pytorchjob";
+  const std::string why = "PyTorchJob sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK together";
+  w.world_size = static_cast<int>(require_env_int(env, "WORLD_SIZE", 1, kMaxRanks));
+  w.rank = static_cast<int>(require_env_int(env, "RANK", 0, kMaxRanks));
+  check_rank_below("RANK", w.rank, "WORLD_SIZE", w.world_size);
+  w.group_rank = w.rank;
+  if (w.world_size > 1) {
+    w.master_addr = require_nonempty(env, "MASTER_ADDR", why);
+    w.master_port = parse_port("MASTER_PORT", require_nonempty(env, "MASTER_PORT", why));
+  } else {
+    if (auto a = env_get(env, "MASTER_ADDR")) w.master_addr = *a;
+    if (auto p = env_get(env, "MASTER_PORT")) w.master_port = parse_port("MASTER_PORT", *p);
+  }
+  return w;
+}
+
+// --- 4. SageMaker -----------------------------------------------------------------------------------
+// SM_HOSTS is a JSON list of strings, e.g. ["algo-1","algo-2"]. A tiny strict parser: no dependency.
+std::vector<std::string> parse_host_list(const std::string& text) {
+  const std::string quoted = "SM_HOSTS='" + text + "'";
+  size_t i = 0;
+  auto skip = [&] {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  };
+  auto fail = [&](const std::string& why) -> ConfigError {
+    return ConfigError(quoted + " is not a JSON list of host names: " + why + " at offset " + std::to_string(i));
+  };
+  std::vector<std::string> hosts;
+  skip();
+  if (i >= text.size() || text[i] != '[') throw fail("expected '['");
+  ++i;
+  skip();
+  if (i < text.size() && text[i] == ']') {
+    ++i;
+  } else {
+    while (true) {
+      skip();
+      if (i >= text.size() || text[i] != '"') throw fail("expected a string");
+      ++i;
+      std::string host;
+      while (true) {
+        if (i >= text.size()) throw fail("unterminated string");
+        char c = text[i++];
+        if (c == '"') break;
+        if (c == '\\') {
+          if (i >= text.size()) throw fail("unterminated escape");
+          char e = text[i++];
+          if (e == '"' || e == '\\' || e == '/') host += e;
+          else throw fail(std::string("unsupported escape \\") + e);
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+          throw fail("control character in string");
+        } else {
+          host += c;
+        }
+      }
+      if (host.empty()) throw fail("empty host name");
+      hosts.push_back(host);
+      skip();
+      if (i < text.size() && text[i] == ',') {
+        ++i;
+        continue;
+      }
+      if (i < text.size() && text[i] == ']') {
+        ++i;
+        break;
+      }
+      throw fail("expected ',' or ']'");
+    }
+  }
+  skip();
+  if (i != text.size()) throw fail("trailing characters");
+  if (hosts.empty()) throw ConfigError(quoted + " is an empty list");
+  return hosts;
+}
+
+WorldInfo from_sagemaker(const EnvMap& env) {
+  WorldInfo w;
+  w.source = "sagemaker";
+  std::vector<std::string> hosts = parse_host_list(*env_get(env, "SM_HOSTS"));
+  std::string current = require_nonempty(env, "SM_CURRENT_HOST", "SageMaker sets it with SM_HOSTS");
+  int index = -1;
+  for (size_t i = 0; i < hosts.size(); ++i)
+    if (hosts[i] == current) index = static_cast<int>(i);
+  if (index < 0)
+    throw ConfigError("SM_CURRENT_HOST='" + current + "' is not in SM_HOSTS='" + *env_get(env, "SM_HOSTS") + "'");
+  if (auto g = env_get(env, "SM_NUM_GPUS")) parse_env_int("SM_NUM_GPUS", *g, 0, 4096);
+  w.rank = w.group_rank = index;
+  w.world_size = static_cast<int>(hosts.size());
+  w.master_addr = hosts[0];
+  w.master_port = 7777;
+  return w;
+}
+
+}  // namespace
+
+WorldInfo WorldInfo::from_env(const std::map<std::string, std::string>& env) {
+  if (env_get(env, "LOCAL_RANK")) return from_torchrun(env);
+  if (env_get(env, "PET_NNODES")) return from_pet(env);
+  if (env_get(env, "RANK") || env_get(env, "WORLD_SIZE")) return from_pytorchjob(env);
+  if (env_get(env, "SM_HOSTS")) return from_sagemaker(env);
+  WorldInfo w;
+  if (auto p = env_get(env, "MASTER_PORT")) w.master_port = parse_port("MASTER_PORT", *p);
+  if (auto a = env_get(env, "MASTER_ADDR")) w.master_addr = *a;
+  return w;
+}
+
+WorldInfo WorldInfo::from_env() { return from_env(detail::process_env()); }
+
+std::string WorldInfo::describe() const {
+  std::ostringstream s;
+  s << "rank " << rank << "/" << world_size << " (local " << local_rank << "/" << local_world_size
+    << ", node " << group_rank << ") master " << master_addr << ":" << master_port << " via " << source;
+  if (use_agent_store) s << " (agent store)";
+  if (restart_count > 0) s << ", restart " << restart_count;
+  return s.str();
+}
+
+}  // namespace ddp
