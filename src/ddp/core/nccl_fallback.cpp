@@ -1,0 +1,18 @@
+// The NCCL entry points when ddp is built without NCCL (DDP_WITH_NCCL=OFF or no CUDA toolkit found):
+// they report why instead of failing to link. The real ones live in src/ddp/nccl/.
+#ifndef DDP_HAVE_NCCL
+#include <ddp/errors.h>
+#include <ddp/process_group_nccl.h>
+
+namespace ddp {
+
+bool nccl_available() { return false; }
+
+std::string nccl_unavailable_reason() { return "ddp was built without NCCL (DDP_WITH_NCCL=OFF or no CUDA/NCCL found)"; }
+
+std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store>, int, int, int, NcclOptions) {
+  throw ConfigError("backend 'nccl' requested, but " + nccl_unavailable_reason() + "; use --backend gloo");
+}
+
+}  // namespace ddp
+#endif
