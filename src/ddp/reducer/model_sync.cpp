@@ -94,7 +94,7 @@ void verify_same_parameters(ProcessGroup& pg, const std::vector<std::string>& na
   m << (differing.size() > 1 ? " differ" : " differs") << " from rank 0. First difference: parameter #"
     << first_index << " is " << at(reference, first_index) << " on rank 0 but " << at(other, first_index)
     << " on rank " << first_rank << " (rank 0 has " << reference.size() << " parameters, rank "
-    << first_rank << " has " << other.size() << "). Every rank must build the same model.";
+    << first_rank << " has " << other.size() << " parameters). Every rank must build the same model.";
   throw ConfigError(m.str());
 }
 
