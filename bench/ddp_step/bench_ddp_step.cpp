@@ -128,9 +128,14 @@ void bench_model(const std::string& name, int64_t batch, const Flags& f,
                   }),
                   0};
   }
-  for (bool overlap : {true, false}) {
+  const std::pair<const char*, ddp::DistributedDataParallelOptions> variants[] = {
+      {"ddp", ddp::DistributedDataParallelOptions()},
+      {"ddp_view", ddp::DistributedDataParallelOptions().gradient_as_bucket_view(true)},
+      {"ddp_no_overlap", ddp::DistributedDataParallelOptions().overlap_communication(false)},
+  };
+  for (const auto& [mode, options] : variants) {
     Net net;
-    ddp::DistributedDataParallel model(net, pg, ddp::DistributedDataParallelOptions().overlap_communication(overlap));
+    ddp::DistributedDataParallel model(net, pg, options);
     auto opt = sgd(*net);
     auto step = [&] {
       opt.zero_grad();
@@ -141,7 +146,7 @@ void bench_model(const std::string& name, int64_t batch, const Flags& f,
     const double waited_before = model.stats().total_wait_seconds;
     const double ms = time_steps(*pg, 0, f.steps, step);
     const double waited = (model.stats().total_wait_seconds - waited_before) * 1000 / f.steps;
-    t[overlap ? "ddp" : "ddp_no_overlap"] = {ms, waited};
+    t[mode] = {ms, waited};
   }
   {  // the gradients' allreduce alone, in 25 MiB buckets
     Net net;
@@ -160,6 +165,12 @@ void bench_model(const std::string& name, int64_t batch, const Flags& f,
                                    for (auto& w : works) w->wait();
                                  }),
                       0};
+  }
+  if (pg->rank() == 0) {
+    int64_t bytes = 0;
+    Net probe;
+    for (auto& p : probe->parameters()) bytes += p.numel() * 4;
+    std::cout << "GRADIENTS model=" << name << " mb=" << bytes / 1e6 << std::endl;
   }
   if (pg->rank() == 0)
     for (const auto& [mode, timing] : t)
@@ -243,9 +254,16 @@ std::string run_ranks(const std::vector<std::string>& argv, int nproc, int port,
 /// results[model][impl/mode] -> one value per round.
 using Results = std::map<std::string, std::map<std::string, std::vector<double>>>;
 
+std::map<std::string, double> grad_mb;
+
 void collect(const std::string& output, Results& step, Results& wait) {
   std::istringstream in(output);
   for (std::string line; std::getline(in, line);) {
+    if (line.rfind("GRADIENTS ", 0) == 0) {
+      auto model = line.substr(line.find("model=") + 6);
+      model = model.substr(0, model.find(' '));
+      grad_mb[model] = std::stod(line.substr(line.find("mb=") + 3));
+    }
     if (line.rfind("RESULT ", 0) != 0) continue;
     std::map<std::string, std::string> kv;
     for (const auto& item : split(line.substr(7), ' ')) {
@@ -291,25 +309,35 @@ int run_driver(const Flags& f, int argc, char** argv) {
   }
 
   std::cout << std::fixed << std::setprecision(1);
-  std::cout << "| model | local step | our DDP | our DDP, no overlap | allreduce alone | exposed comm | "
-               "hidden | DDP wait in callback | PyTorch local | PyTorch DDP | ours / PyTorch |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  std::cout << "\nStep time (ms, median over rounds of the mean step; 2 ranks)\n\n"
+               "| model | local (no comm) | our DDP | our DDP, grads as bucket views | our DDP, no overlap | "
+               "PyTorch local | PyTorch DDP | our DDP / PyTorch DDP |\n|---|---|---|---|---|---|---|---|\n";
   for (const auto& m : f.models) {
     auto& s = step[m];
-    const double local = median(s["ours/local"]), ddp = median(s["ours/ddp"]),
-                 seq = median(s["ours/ddp_no_overlap"]), ar = median(s["ours/allreduce"]),
-                 wait_ms = median(wait[m]["ours/ddp"]), py_local = median(s["pytorch/local"]),
-                 py_ddp = median(s["pytorch/ddp"]);
-    const double exposed = std::max(0.0, ddp - local);
-    const double hidden = ar > 0 ? std::max(0.0, std::min(1.0, 1.0 - exposed / ar)) : 0;
-    std::cout << "| " << m << " | " << local << " ms | " << ddp << " ms | " << seq << " ms | " << ar << " ms | "
-              << exposed << " ms | " << std::setprecision(0) << hidden * 100 << "% | " << std::setprecision(1)
-              << wait_ms << " ms | ";
+    const double py_ddp = median(s["pytorch/ddp"]);
+    std::cout << "| " << m << " | " << median(s["ours/local"]) << " | " << median(s["ours/ddp"]) << " | "
+              << median(s["ours/ddp_view"]) << " | " << median(s["ours/ddp_no_overlap"]) << " | ";
     if (f.python)
-      std::cout << py_local << " ms | " << py_ddp << " ms | " << std::setprecision(2) << ddp / py_ddp << " |\n";
+      std::cout << median(s["pytorch/local"]) << " | " << py_ddp << " | " << std::setprecision(2)
+                << median(s["ours/ddp"]) / py_ddp << std::setprecision(1) << " |\n";
     else
       std::cout << "- | - | - |\n";
-    std::cout << std::setprecision(1);
+  }
+  std::cout << "\nCommunication (ms; hidden = 1 - exposed / allreduce alone)\n\n"
+               "| model | gradients | allreduce alone | exposed: DDP - local step | hidden (step times) | "
+               "exposed: wait at end of backward | hidden (wait) |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& m : f.models) {
+    auto& s = step[m];
+    const double local = median(s["ours/local"]), ddp = median(s["ours/ddp"]), ar = median(s["ours/allreduce"]),
+                 wait_ms = median(wait[m]["ours/ddp"]);
+    auto hidden = [&](double exposed) {
+      return ar > 0 ? std::max(0.0, std::min(1.0, 1.0 - exposed / ar)) * 100 : 0.0;
+    };
+    const double exposed = std::max(0.0, ddp - local);
+    std::cout << "| " << m << " | " << std::setprecision(2) << grad_mb[m] << " MB | " << std::setprecision(1) << ar
+              << " | " << exposed << " | " << std::setprecision(0) << hidden(exposed) << "% | " << std::setprecision(1)
+              << wait_ms << " | " << std::setprecision(0) << hidden(wait_ms) << "% |\n"
+              << std::setprecision(1);
   }
   (void)argc;
   (void)argv;
