@@ -56,7 +56,7 @@ WorkPtr NcclProcessGroup::allreduce(std::vector<at::Tensor>& tensors, const Allr
   for (size_t i = 0; i < tensors.size(); ++i) check_tensor("allreduce", tensors[i], i, /*reduction=*/true);
   const ncclRedOp_t op = reduction_op(opts.op());
   Launch l{"allreduce",
-           std::string(to_string(opts.op())) + ", " + std::to_string(tensors.size()) + " tensors, " +
+           std::string(reduction_name(opts.op())) + ", " + std::to_string(tensors.size()) + " tensors, " +
                describe_bytes(total_bytes(tensors)),
            op_timeout(opts.timeout()), tensors};
   return launch(std::move(l), [&tensors, op](ncclComm_t comm, cudaStream_t stream) {
@@ -142,7 +142,7 @@ WorkPtr NcclProcessGroup::reduce_scatter(at::Tensor& output, std::vector<at::Ten
   const ncclRedOp_t op = reduction_op(opts.op());
   const ncclDataType_t type = *reduction_type(output.scalar_type());
   Launch l{"reduce_scatter",
-           std::string(to_string(opts.op())) + ", " + describe_bytes(output.nbytes()) + " per rank" +
+           std::string(reduction_name(opts.op())) + ", " + describe_bytes(output.nbytes()) + " per rank" +
                (flat ? ", flat" : ", list"),
            op_timeout(opts.timeout()), std::move(keep)};
   return launch(std::move(l), [&output, &inputs, flat, op, type, this](ncclComm_t comm, cudaStream_t stream) {

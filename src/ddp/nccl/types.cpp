@@ -24,4 +24,14 @@ ncclRedOp_t reduction_op(ReduceOp op) {
   return ncclSum;
 }
 
+const char* reduction_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kAvg: return "avg";
+    case ReduceOp::kMin: return "min";
+    case ReduceOp::kMax: return "max";
+  }
+  return "?";
+}
+
 }  // namespace ddp::nccl
