@@ -22,7 +22,6 @@ constexpr int kMaxRanks = 4;
 
 int ranks_to_run() { return std::min(ddp::testing::cuda_device_count(), kMaxRanks); }
 
-#if DDP_TEST_HAVE_TCPSTORE
 std::shared_ptr<ddp::ProcessGroup> join_from_env(ddp::NcclOptions options = {}) {
   const int rank = env_int("RANK", 0);
   auto store = std::make_shared<ddp::TCPStore>(ddp::TCPStoreOptions()
@@ -111,26 +110,17 @@ DDP_TEST_WORKER(nccl_peer_skips_an_op) {
   }
   return 0;
 }
-#endif
 
 TEST(NcclMultiRank, CollectivesAcrossGpus) {
   DDP_REQUIRE_GPU();
-#if !DDP_TEST_HAVE_TCPSTORE
-  GTEST_SKIP() << "built without the TCP store";
-#else
   if (ranks_to_run() < 2) GTEST_SKIP() << "needs >= 2 GPUs, found " << ddp::testing::cuda_device_count();
   ddp::testing::expect_all_succeeded(ddp::testing::run_workers("nccl_collectives_multi", ranks_to_run()));
-#endif
 }
 
 TEST(NcclMultiRank, APeerThatSkipsAnOpTimesOutNamingTheOp) {
   DDP_REQUIRE_GPU();
-#if !DDP_TEST_HAVE_TCPSTORE
-  GTEST_SKIP() << "built without the TCP store";
-#else
   if (ranks_to_run() < 2) GTEST_SKIP() << "needs >= 2 GPUs, found " << ddp::testing::cuda_device_count();
   ddp::testing::expect_all_succeeded(ddp::testing::run_workers("nccl_peer_skips_an_op", 2));
-#endif
 }
 
 }  // namespace
