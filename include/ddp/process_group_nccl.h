@@ -50,8 +50,8 @@ std::string nccl_version();
 
 /// Creates the communicator on CUDA device `device_index` (made the current device of the calling
 /// thread): rank 0 creates the NCCL unique id and publishes it through `store` (key
-/// "nccl/<n>/unique_id", n counting the NCCL groups this process created), every rank reads it and
-/// joins. ConfigError when NCCL is unavailable or the arguments are wrong; TimeoutError when the
+/// "nccl/<restart>/<n>/unique_id": $TORCHELASTIC_RESTART_COUNT or 0, and n counting the NCCL groups
+/// this process created), every rank reads it and joins. ConfigError when NCCL is unavailable or the arguments are wrong; TimeoutError when the
 /// other ranks do not join within options.timeout.
 std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store> store, int rank, int size,
                                                       int device_index, NcclOptions options = {});

@@ -87,3 +87,40 @@ TEST(NcclArguments, BadArgumentsAreConfigErrors) {
 }
 
 }  // namespace
+
+#if DDP_TEST_HAVE_INIT
+#include <ddp/init.h>
+#include <ddp/world_info.h>
+
+#include "support/multiprocess.h"
+
+namespace {
+
+ddp::InitOptions single_process(const std::string& backend) {
+  ddp::InitOptions options;
+  options.backend = backend;
+  ddp::WorldInfo world;
+  world.master_port = ddp::testing::free_port();
+  options.world = world;
+  options.store_connect_timeout = std::chrono::seconds(10);
+  return options;
+}
+
+TEST(NcclInit, BackendNcclWithoutNcclIsAConfigErrorNamingWhy) {
+  if (ddp::nccl_available()) GTEST_SKIP() << "NCCL is available here";
+  try {
+    ddp::init_process_group(single_process("nccl"));
+    FAIL() << "init_process_group(backend nccl) succeeded without NCCL";
+  } catch (const ddp::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(ddp::nccl_unavailable_reason()), std::string::npos) << e.what();
+  }
+}
+
+TEST(NcclInit, DefaultDeviceFallsBackToCpuSayingWhy) {
+  if (ddp::nccl_available()) GTEST_SKIP() << "a CUDA device is usable here";
+  EXPECT_TRUE(ddp::default_device().is_cpu());
+  EXPECT_FALSE(ddp::cpu_fallback_reason().empty());
+}
+
+}  // namespace
+#endif

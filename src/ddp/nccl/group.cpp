@@ -16,8 +16,12 @@ using Clock = std::chrono::steady_clock;
 std::atomic<int> g_groups_created{0};
 
 /// Rank 0 creates the id and publishes it; everyone reads it back (the store blocks until it exists).
+/// The key carries the launcher's restart count: a store that outlives a restart (ddprun's, the
+/// TorchElastic agent's) must not hand a restarted rank the previous attempt's id.
 ncclUniqueId exchange_unique_id(Store& store, int rank, int group_index) {
-  const std::string key = "nccl/" + std::to_string(group_index) + "/unique_id";
+  const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  const std::string key = "nccl/" + std::string(restart && *restart ? restart : "0") + "/" +
+                          std::to_string(group_index) + "/unique_id";
   ncclUniqueId id;
   if (rank == 0) {
     check_nccl(ncclGetUniqueId(&id), nullptr, "ncclGetUniqueId", rank);
