@@ -146,6 +146,8 @@ WorkPtr NcclProcessGroup::launch(Launch launch, const Enqueue& enqueue) {
       message = failed_ ? error_message_ : std::string();
     }
     if (!message.empty()) check_usable();  // the watchdog's reason is the real one
+    // NCCL rejects invalid arguments without side effects: the communicator stays usable.
+    if (kind_of(e) == FailureKind::kConfig) throw;
     fail(kind_of(e), std::string("NCCL ") + description + " (" + where() + "): " + e.what() +
                          "; the communicator was aborted and process group nccl is unusable");
     throw;
