@@ -75,7 +75,7 @@ std::string Communicator::where() const {
 
 void Communicator::complete_call(ncclResult_t issued, const std::string& what, Clock::time_point deadline) {
   if (issued != ncclSuccess && issued != ncclInProgress) {
-    failed_ = true;
+    if (classify(issued) != FailureKind::kConfig) failed_ = true;  // invalid arguments are harmless
     throw_error(classify(issued), what + " (" + where() + ") failed: " + nccl_error_text(issued, comm_), rank_);
   }
   ncclResult_t state = issued;
