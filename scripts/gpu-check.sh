@@ -189,7 +189,7 @@ configure() {
 GPU_TARGETS="test_nccl test_nccl_gpu bench_nccl_allreduce"
 build_gpu_targets() {
   local targets=""
-  for t in $GPU_TARGETS train_cifar10 test_gloo; do
+  for t in $GPU_TARGETS train_cifar10 make_cifar10_synthetic test_gloo; do
     ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q "^$t:" && targets+=" $t"
   done
   note "building:$targets"
@@ -221,7 +221,11 @@ gpu_tests() {
 
 # ---- train --------------------------------------------------------------------------------------------
 make_cifar_data() {
-  # CIFAR-10 binary layout: label byte + 3072 pixel bytes per record; 1,000 records per batch file.
+  local tool="$BUILD/tools/make_cifar10_synthetic/make_cifar10_synthetic"
+  if [[ -x "$tool" ]]; then
+    "$tool" --out "$DATA" --train 10000 --test 2000 --seed 0 --layout bin && return 0
+  fi
+  # Fallback, CIFAR-10 binary layout: label byte + 3072 pixel bytes per record, 1,000 per file.
   "$PY" - "$DATA" <<'EOF'
 import os, random, sys
 root = os.path.join(sys.argv[1], "cifar-10-batches-bin")
