@@ -105,14 +105,20 @@ void Client::handshake() {
     fd_.reset();
   }
 
-  // 3. c10d 2.1-2.2 (VALIDATE but no PING): validate blind.
+  // 3. c10d 2.1-2.2 (VALIDATE but no PING): VALIDATE, then GETNUMKEYS to see that it was taken.
   fd_ = open_connection(deadline);
   Writer w;
   w.u8(*op_code(Dialect::kV2, Op::kValidate)).u32(kValidationMagic);
-  IoStatus s = send_all(fd_.get(), w.buffer().data(), w.buffer().size(), Clock::now() + kProbeTimeout, &err);
+  w.u8(*op_code(Dialect::kV2, Op::kNumKeys));
+  int64_t n = 0;
+  auto probe_deadline = Clock::now() + kProbeTimeout;
+  IoStatus s = send_all(fd_.get(), w.buffer().data(), w.buffer().size(), probe_deadline, &err);
+  if (s == IoStatus::kOk) s = recv_exact(fd_.get(), &n, sizeof n, probe_deadline, &err);
   if (s != IoStatus::kOk) {
     fd_.reset();
-    throw StoreError("store at " + address() + " closed every handshake: not a c10d-compatible store");
+    throw StoreError("store at " + address() +
+                     " closed every handshake (c10d 2.x, c10d 1.x): it is not a c10d-compatible "
+                     "store, or it is a ddp store that requires a token (DDP_STORE_TOKEN)");
   }
   dialect_ = Dialect::kV2;
   DDP_LOG(DEBUG) << "store: connected to " << address() << " (c10d-2.x without PING)";
