@@ -146,6 +146,27 @@ TEST(StoreServer, AnswersPingAndC10dRawQueries) {
   EXPECT_EQ(s->add("n", 1), 6);
 }
 
+TEST(StoreServer, ServesC10dQueuesAndListKeys) {
+  auto server = ddp::TCPStoreServer::start(0, "");
+  RawSocket a(server->port()), b(server->port()), c(server->port());
+  a.send(kValidate + std::string(1, '\x06') + u64le(1) + wire_str("/q"));  // WAIT on the queue
+  c.send(kValidate + std::string(1, '\x06') + u64le(1) + wire_str("/q"));  // a second waiter
+  std::this_thread::sleep_for(50ms);
+  b.send(kValidate + std::string(1, '\x0E') + wire_str("/q") + wire_str("x"));  // QUEUE_PUSH
+  EXPECT_EQ(a.recv(1, 3s), std::string(1, '\0'));  // STOP_WAITING for the first waiter only
+  EXPECT_EQ(c.recv(1, 300ms), "");
+  b.send(std::string(1, '\x10') + wire_str("/q"));  // QUEUE_LEN
+  EXPECT_EQ(b.recv(8, 3s), u64le(1));
+  b.send(std::string(1, '\x0F') + wire_str("/q"));  // QUEUE_POP: length before, then the value
+  EXPECT_EQ(b.recv(8 + 9, 3s), u64le(1) + wire_str("x"));
+  b.send(std::string(1, '\x0F') + wire_str("/q"));  // empty: just the length
+  EXPECT_EQ(b.recv(8, 3s), u64le(0));
+  b.send(std::string(1, '\x0E') + wire_str("/q") + wire_str("y"));
+  EXPECT_EQ(c.recv(1, 3s), std::string(1, '\0'));  // the next push wakes the second waiter
+  b.send(std::string(1, '\x01') + wire_str("/k") + wire_str("v") + std::string(1, '\x11'));  // SET, LIST_KEYS
+  EXPECT_EQ(b.recv(8 + 10, 3s), u64le(1) + wire_str("/k"));
+}
+
 TEST(StoreToken, AcceptsTheRightTokenAndRefusesOthers) {
   auto server = ddp::TCPStoreServer::start(0, "s3cret");
   auto ok = connect_client(server->port(), 5s, "s3cret");
