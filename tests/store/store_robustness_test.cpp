@@ -4,6 +4,7 @@
 #include <ddp/store.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -20,6 +21,15 @@ using ddp::testing::wire_str;
 namespace {
 
 const std::string kValidate = std::string(1, '\0') + u32le(0x3C85F7CE);  // c10d 2.x first request
+
+int open_fds() {
+  int n = 0;
+  for (auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)entry;
+    ++n;
+  }
+  return n;
+}
 
 long rss_kib() {
   std::ifstream f("/proc/self/status");
@@ -193,6 +203,38 @@ TEST(StoreToken, AcceptsTheRightTokenAndRefusesOthers) {
   auto extra = connect_client(open_server->port(), 5s, "anything");
   extra->set("x", "y");
   EXPECT_EQ(extra->get_string("x"), "y");
+}
+
+TEST(StoreServer, BoundsWhatOneConnectionMayBuffer) {
+  auto server = ddp::TCPStoreServer::start(0, "");
+  // Three 40 MiB values in one MULTI_SET: each is legal, the request (120 MiB) is over the 80 MiB a
+  // connection may buffer, so the server drops it instead of growing.
+  std::string value(40u << 20, 'v');
+  std::string req = kValidate + std::string(1, '\x0B') + u64le(3);
+  for (int i = 0; i < 3; ++i) req += wire_str("/big" + std::to_string(i)) + wire_str(value);
+  RawSocket r(server->port());
+  bool sent_all = r.send(req);
+  EXPECT_TRUE(!sent_all || r.closed_by_peer(5s));
+  auto s = connect_client(server->port(), 5s);
+  EXPECT_FALSE(s->check({"big0"}));
+  // One 40 MiB value on its own is fine.
+  s->set("one-big", value);
+  EXPECT_EQ(s->get("one-big").size(), value.size());
+}
+
+TEST(StoreServer, ShutdownClosesEveryDescriptor) {
+  int before = open_fds();
+  {
+    auto server = ddp::TCPStoreServer::start(0, "");
+    std::vector<std::unique_ptr<ddp::TCPStore>> clients;
+    for (int i = 0; i < 20; ++i) clients.push_back(connect_client(server->port(), 5s));
+    clients[0]->set("k", "v");
+    RawSocket raw(server->port());
+    raw.send(kValidate);
+    EXPECT_GT(open_fds(), before + 40);
+    clients.clear();
+  }
+  EXPECT_EQ(open_fds(), before);
 }
 
 TEST(StoreServer, StopWakesBlockedClients) {

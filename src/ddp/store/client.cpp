@@ -171,7 +171,7 @@ Bytes Client::get(const std::string& key, std::chrono::milliseconds timeout) {
   op_timeout_ = timeout;
   ensure_connected();
   // c10d's get() is WAIT then GET, so a get() blocks until the key exists.
-  do_wait({wire_key(key)}, quote(key), timeout);
+  do_wait({wire_key(key)}, "get", quote(key), timeout);
   auto deadline = deadline_after(timeout);
   Writer w;
   w.u8(code(Op::kGet)).str(wire_key(key));
@@ -222,11 +222,11 @@ void Client::wait(const std::vector<std::string>& keys, std::chrono::millisecond
   std::vector<std::string> wire;
   wire.reserve(keys.size());
   for (const auto& k : keys) wire.push_back(wire_key(k));
-  do_wait(wire, quote_keys(keys), timeout);
+  do_wait(wire, "wait", quote_keys(keys), timeout);
 }
 
-void Client::do_wait(const std::vector<std::string>& wire_keys, const std::string& what,
-                     std::chrono::milliseconds timeout) {
+void Client::do_wait(const std::vector<std::string>& wire_keys, const char* op,
+                     const std::string& what, std::chrono::milliseconds timeout) {
   op_timeout_ = timeout;
   auto deadline = deadline_after(timeout);
   Writer w;
@@ -279,7 +279,7 @@ void Client::do_wait(const std::vector<std::string>& wire_keys, const std::strin
     }
   }
   if (!usable) fd_.reset();
-  throw TimeoutError("store wait for " + what + " at " + address() + " timed out after " +
+  throw TimeoutError(std::string("store ") + op + " of " + what + " at " + address() + " timed out after " +
                      std::to_string(timeout.count()) + " ms" + missing);
 }
 
