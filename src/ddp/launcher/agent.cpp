@@ -205,14 +205,12 @@ class Agent {
       for (auto& [k, v] : env) spec.env.push_back(k + "=" + v);
       spec.stdout_to_console = !config_.redirects.has_stdout(lr);
       spec.stderr_to_console = !config_.redirects.has_stderr(lr);
-      bool out_file = config_.tee.has_stdout(lr) || config_.redirects.has_stdout(lr);
-      bool err_file = config_.tee.has_stderr(lr) || config_.redirects.has_stderr(lr);
-      if (!config_.log_dir.empty() && (out_file || err_file)) {
+      if (!config_.log_dir.empty()) {
         std::string dir = config_.log_dir + "/" + layout_.run_id + "/attempt_" + std::to_string(round) + "/" +
                           std::to_string(rank);
         make_dirs(dir);
-        if (out_file) spec.stdout_file = dir + "/stdout.log";
-        if (err_file) spec.stderr_file = dir + "/stderr.log";
+        spec.stdout_file = dir + "/stdout.log";
+        spec.stderr_file = dir + "/stderr.log";
       }
       specs.push_back(std::move(spec));
     }

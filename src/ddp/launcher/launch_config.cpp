@@ -43,8 +43,8 @@ const std::vector<FlagSpec>& flag_specs() {
       {"run-id", Kind::kValue, "job id: TORCHELASTIC_RUN_ID and the --log-dir subfolder [made up by node 0]"},
       {"role", Kind::kValue, "worker role name (ROLE_NAME) [default]"},
       {"log-dir", Kind::kValue, "write <log-dir>/<run-id>/attempt_<n>/<rank>/{stdout,stderr}.log"},
-      {"tee", Kind::kValue, "streams to files and console: 0 none 1 out 2 err 3 both, or 'lr:v,...' [3 with --log-dir]"},
-      {"redirects", Kind::kValue, "streams to files only (same syntax as --tee)"},
+      {"tee", Kind::kValue, "accepted as torchrun's (0-3 or 'local_rank:v,...'): with --log-dir every stream is teed"},
+      {"redirects", Kind::kValue, "streams kept off the console (files only): 0 none 1 out 2 err 3 both, or 'lr:v,...'"},
       {"no-python", Kind::kBool, "accepted for torchrun compatibility (ddprun always runs the program itself)"},
       {"start-method", Kind::kIgnored, "accepted for torchrun compatibility (spawn, fork, forkserver)"},
       {"rdzv-backend", Kind::kValue, "static or c10d: both mean a fixed set of nodes around node 0's store"},
@@ -338,7 +338,6 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
   if (auto r = s.get("redirects")) c.redirects = StreamSpec::parse(r->source, r->value);
   if ((c.tee.any() || c.redirects.any()) && c.log_dir.empty())
     throw ConfigError("--tee / --redirects write per-rank files and need --log-dir");
-  if (!c.log_dir.empty() && !c.tee.any() && !c.redirects.any()) c.tee = StreamSpec::all();
 
   if (c.program.empty()) throw ConfigError("no program to run: ddprun [options] [--] program [args...]");
   c.program[0] = resolve_program(c.program[0], env);

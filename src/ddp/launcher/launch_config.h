@@ -51,9 +51,11 @@ struct LaunchConfig {
   std::chrono::milliseconds join_timeout{std::chrono::minutes(15)};
   std::string run_id;  ///< empty: node 0 makes one up and shares it through the store
   std::string role = "default";
-  std::string log_dir;  ///< empty: no per-rank files
-  StreamSpec tee;       ///< streams written to files and the console
-  StreamSpec redirects; ///< streams written to files only
+  /// Every stream of every worker is written to <log-dir>/<run-id>/attempt_<n>/<rank>/{stdout,stderr}.log;
+  /// empty: no files.
+  std::string log_dir;
+  StreamSpec tee;        ///< torchrun's --tee, validated; with log_dir every stream is teed anyway
+  StreamSpec redirects;  ///< streams kept off the console (they still go to their file)
   bool no_python = false;  ///< accepted for torchrun compatibility; ddprun never runs python
   std::vector<std::string> program;  ///< program and its arguments; program[0] resolved to a path
 
