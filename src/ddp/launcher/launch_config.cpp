@@ -50,6 +50,7 @@ const std::vector<FlagSpec>& flag_specs() {
       {"rdzv-backend", Kind::kValue, "static or c10d: both mean a fixed set of nodes around node 0's store"},
       {"rdzv-endpoint", Kind::kValue, "host:port, taken as --master-addr/--master-port when those are unset"},
       {"rdzv-id", Kind::kValue, "taken as --run-id when that is unset"},
+      {"rdzv-conf", Kind::kIgnored, "accepted for torchrun compatibility, no effect"},
   };
   return specs;
 }
