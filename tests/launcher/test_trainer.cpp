@@ -21,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
+#include <unistd.h>
 
 namespace {
 
@@ -81,6 +82,8 @@ int train(int argc, char** argv) {
   torch::manual_seed(seed);
   auto pg = ddp::init_process_group();
   const int rank = pg->rank(), world = pg->size();
+  std::cout << "pid " << ::getpid() << " rank " << rank << " of " << world << " attempt "
+            << ddp::world().restart_count << std::endl;
 
   // The data and the model's initial weights depend on the seed only, so every rank agrees.
   auto data_gen = at::detail::createCPUGenerator(static_cast<uint64_t>(seed) + 1000);

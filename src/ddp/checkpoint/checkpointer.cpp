@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <sstream>
 
 #include "ddp/checkpoint/checkpoint_dir.h"
@@ -269,7 +270,7 @@ std::optional<CheckpointInfo> Checkpointer::resume(const std::string& policy, to
   }
   // Rank 0 decides which file (by global step), everyone loads it.
   int64_t choice = kFresh;
-  std::optional<DataError> failure;
+  std::exception_ptr failure;
   if (impl_->rank() == 0) {
     try {
       if (automatic) {
@@ -282,13 +283,14 @@ std::optional<CheckpointInfo> Checkpointer::resume(const std::string& policy, to
         choice = read_checkpoint_info(policy).progress.global_step;
       }
       if (!dir.empty()) detail::retire_checkpoints_after(dir, choice);
-    } catch (const DataError& e) {
-      failure = e;
+    } catch (const std::exception&) {
+      // Tell the others before failing, so they fail too instead of waiting in a collective.
+      failure = std::current_exception();
       choice = kRankZeroFailed;
     }
   }
   if (impl_->size() > 1) choice = detail::broadcast_int64(*impl_->pg, choice, 0);
-  if (failure) throw *failure;
+  if (failure) std::rethrow_exception(failure);
   if (choice == kRankZeroFailed)
     throw DataError("rank 0 found no usable checkpoint for --resume " + policy + " (its log says why)");
   if (choice == kFresh) {
