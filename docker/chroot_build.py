@@ -11,6 +11,7 @@ or flags are errors, never skipped. The network is the host's (like `docker buil
 
   chroot_build.py build --file docker/Dockerfile --context . --work /var/tmp/x [--target runtime]
                         [--build-arg K=V] [--layer-cache]
+  chroot_build.py lint --context . docker/Dockerfile docker/Dockerfile.cuda   # static checks only
   chroot_build.py run --work /var/tmp/x [--stage runtime] [--entrypoint P] [-v HOST:CTR] [-e K=V]
                       [--] [ARGS...]           # like `docker run`, on an overlay of the stage's root
 """
@@ -645,6 +646,73 @@ def prune_layers(work):
         subprocess.run(["rm", "-rf", "--one-file-system", os.path.join(d, s)], check=True)
 
 
+# ---- lint: what can be checked without building ---------------------------------------------------
+
+def lint(args):
+    """Static checks of a Dockerfile against the build context: every instruction understood, FROM
+    fully resolved, COPY sources present and not excluded by .dockerignore, --from naming an earlier
+    stage, the last stage running as a non-root USER with an exec-form ENTRYPOINT."""
+    context = os.path.abspath(args.context)
+    problems = []
+    for f in args.file:
+        path = f if os.path.isabs(f) else os.path.join(context, f)
+        try:
+            instructions = parse_dockerfile(open(path, encoding="utf-8").read())
+            pre, stage_defs = split_stages(instructions)
+        except BuildError as e:
+            problems.append(f"{f}: {e}")
+            continue
+        ignore = DockerIgnore(context)
+        rels = context_files(context, ignore)
+        global_args = {}
+        for _, _, rest in pre:
+            for k, v in parse_kv(rest, {}, "ARG") if "=" in rest else [(rest.strip(), "")]:
+                global_args[k] = v
+        names, last = [], None
+        for idx, sd in enumerate(stage_defs):
+            no, rest = sd["from"]
+            words = substitute(rest, global_args).split()
+            if "$" in words[0] or not words[0]:
+                problems.append(f"{f}:{no}: FROM {rest!r} does not resolve")
+            names.append(words[2] if len(words) == 3 else str(idx))
+            user, entry = "", None
+            for no2, ins, rest2 in sd["body"]:
+                flags, r = split_flags(rest2)
+                if ins == "COPY":
+                    opts = dict(x.split("=", 1) for x in flags if "=" in x)
+                    if "from" in opts:
+                        if opts["from"] not in names[:-1]:
+                            problems.append(f"{f}:{no2}: COPY --from={opts['from']} names no earlier stage")
+                        continue
+                    for src in shlex.split(r)[:-1]:
+                        s_clean = os.path.normpath(src).lstrip("/")
+                        if s_clean in (".", ""):
+                            continue
+                        if not any(x == s_clean or fnmatch.fnmatchcase(x, s_clean) for x in rels):
+                            why = "excluded by .dockerignore" if os.path.exists(os.path.join(context, s_clean)) else "missing"
+                            problems.append(f"{f}:{no2}: COPY source {src} is {why}")
+                elif ins == "RUN":
+                    for fl in flags:
+                        if not (fl.startswith("mount=type=cache,") or fl.startswith("network=")):
+                            problems.append(f"{f}:{no2}: RUN --{fl} is not supported by chroot_build")
+                elif ins == "USER":
+                    user = rest2.strip()
+                elif ins == "ENTRYPOINT":
+                    entry = rest2.strip()
+            last = (no, user, entry)
+        if last:
+            no, user, entry = last
+            if user in ("", "root", "0") or user.startswith(("root:", "0:")):
+                problems.append(f"{f}: the final stage (line {no}) runs as root")
+            if not entry or not entry.startswith("["):
+                problems.append(f"{f}: the final stage has no exec-form ENTRYPOINT")
+        print(f"{f}: {len(instructions)} instructions, stages {names}")
+    for p in problems:
+        print(f"FAIL: {p}")
+    print("OK" if not problems else f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
 # ---- docker run ---------------------------------------------------------------------------------
 
 def run(args):
@@ -689,6 +757,9 @@ def main():
     b.add_argument("--build-arg", action="append", default=[])
     b.add_argument("--mirror", default="http://deb.debian.org/debian")
     b.add_argument("--layer-cache", action="store_true", help="snapshot long RUN steps, reuse them")
+    li = sub.add_parser("lint")
+    li.add_argument("--context", default=".")
+    li.add_argument("file", nargs="+")
     r = sub.add_parser("run")
     r.add_argument("--work", required=True)
     r.add_argument("--stage", default="runtime")
@@ -701,7 +772,7 @@ def main():
     if a.what == "run" and a.args and a.args[0] == "--":
         a.args = a.args[1:]
     try:
-        return build(a) if a.what == "build" else run(a)
+        return {"build": build, "run": run, "lint": lint}[a.what](a)
     except BuildError as e:
         print(f"chroot-build: error: {e}", file=sys.stderr)
         return 1
