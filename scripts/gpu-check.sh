@@ -186,7 +186,7 @@ configure() {
 }
 
 # ---- build ------------------------------------------------------------------------------------------
-GPU_TARGETS="test_nccl test_nccl_gpu bench_nccl_allreduce"
+GPU_TARGETS="test_nccl test_nccl_internals test_nccl_gpu bench_nccl_allreduce"
 build_gpu_targets() {
   local targets=""
   for t in $GPU_TARGETS train_cifar10 make_cifar10_synthetic test_gloo; do
