@@ -216,6 +216,7 @@ gloo_preload_decision() {
 gpu_tests() {
   cd "$BUILD" || exit 1
   "$BUILD/tests/nccl/test_nccl" || exit 1
+  [[ -x "$BUILD/tests/nccl/test_nccl_internals" ]] && { "$BUILD/tests/nccl/test_nccl_internals" || exit 1; }
   ctest -L gpu --no-tests=error --output-on-failure --timeout 240 -j 1
 }
 
