@@ -52,6 +52,8 @@ else
   BUILD=${DDP_GPU_CHECK_BUILD_DIR:-$ROOT/build-gpu}
 fi
 DEADLINE=$((START + BUDGET))
+# The GPU machine builds the GPU targets with 16 cores in a few minutes; here, with 2, it takes longer.
+BUILD_LIMIT=${DDP_GPU_CHECK_BUILD_S:-$( ((DRY_RUN)) && echo 1800 || echo 330)}
 PREFIX=$ROOT/.gpu-prefix
 DATA=${TMPDIR:-/tmp}/ddp-gpu-check-data
 export OUT BUILD PREFIX PY JOBS DRY_RUN DATA
@@ -285,7 +287,9 @@ step env gpu-check.log 60 env_facts
 step deps gpu-check.log 60 unpack_debs
 PRELOAD=$(gloo_preload_decision)
 record gloo "-" "${PRELOAD:+LD_PRELOAD=$PRELOAD}${PRELOAD:-no preload (torch exports no Gloo symbols, or no .debs)}"
-if step configure build.log 120 configure && step build build.log 330 build_gpu_targets; then
+# A build that fails or runs out of time still leaves whatever targets it finished: test those.
+if step configure build.log 120 configure; then
+  step build build.log "$BUILD_LIMIT" build_gpu_targets
   [[ -n "$PRELOAD" ]] && export LD_PRELOAD=$PRELOAD
   step gpu-tests tests.log 240 gpu_tests
   step train train.log 120 train
