@@ -226,7 +226,7 @@ gpu_tests() {
 make_cifar_data() {
   local tool="$BUILD/tools/make_cifar10_synthetic/make_cifar10_synthetic"
   if [[ -x "$tool" ]]; then
-    "$tool" --out "$DATA" --train 10000 --test 2000 --seed 0 --layout bin && return 0
+    "$tool" --out "$DATA" --train 10000 --test 2000 --seed 0 --layout both && return 0
   fi
   # Fallback, CIFAR-10 binary layout: label byte + 3072 pixel bytes per record, 1,000 per file.
   "$PY" - "$DATA" <<'EOF'
@@ -245,6 +245,23 @@ with open(os.path.join(root, "batches.meta.txt"), "w") as f:
 print("generated", root)
 EOF
 }
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# One process, rank 0 of 1, as a PyTorchJob would start it (RANK/WORLD_SIZE/MASTER_*).
+run_one_rank() { RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) "$@"; }
+
+train_args() {
+  local bin=$1
+  if [[ -n "${DDP_GPU_CHECK_TRAIN_ARGS:-}" ]]; then
+    echo "$DDP_GPU_CHECK_TRAIN_ARGS"
+    return
+  fi
+  local a="--data-dir $DATA --epochs 1 --batch-size 128 --device cuda --backend nccl"
+  ((DRY_RUN)) && a="--data-dir $DATA --epochs 1 --batch-size 128 --device auto --backend auto --max-steps 20"
+  "$bin" --help 2>/dev/null | grep -q -- '--amp' && a+=" --amp bf16"
+  echo "$a"
+}
+
 train() {
   local bin="$BUILD/apps/train_cifar10/train_cifar10"
   if [[ ! -x "$bin" ]]; then
@@ -253,8 +270,8 @@ train() {
   fi
   make_cifar_data || exit 1
   "$bin" --help | head -n 60
-  # shellcheck disable=SC2086
-  "$bin" ${DDP_GPU_CHECK_TRAIN_ARGS:---data-dir "$DATA" --epochs 1 --batch-size 128 --device auto --backend auto --amp bf16}
+  # shellcheck disable=SC2046
+  DDP_LOG_LEVEL=info run_one_rank "$bin" $(train_args "$bin") --metrics-file "$OUT/train-metrics.jsonl"
 }
 
 # ---- bench ----------------------------------------------------------------------------------------------
@@ -264,13 +281,29 @@ bench() {
   echo "## allreduce, world 1 (ours, then torch.distributed)"
   "$bin" --iters 50 || exit 1
   env -u LD_PRELOAD "$PY" "$ROOT/bench/nccl_allreduce/allreduce_torch.py" --iters 50 || exit 1
-  # Trainer vs the seed's Python script, when the trainer engineers landed a comparison runner.
-  if [[ -x "$ROOT/bench/python/run_gpu_compare.sh" ]]; then
-    echo "## train_cifar10 vs Python, images/s"
-    bash "$ROOT/bench/python/run_gpu_compare.sh" "$BUILD" "$DATA" "$PY"
-  else
-    echo "## trainer vs Python: bench/python/run_gpu_compare.sh not present; skipped"
+  echo "## train_cifar10 vs the seed's Python script, 1 epoch, world 1, same data (images/s)"
+  local trainer="$BUILD/apps/train_cifar10/train_cifar10" base="$ROOT/bench/python/cifar10_seed_baseline.py"
+  if [[ ! -x "$trainer" || ! -f "$base" ]]; then
+    echo "skipped: needs apps/train_cifar10 and bench/python/cifar10_seed_baseline.py"
+    return 0
   fi
+  [[ -d "$DATA/cifar-10-batches-py" ]] || make_cifar_data_py || return 1
+  # shellcheck disable=SC2046
+  run_one_rank "$trainer" $(train_args "$trainer") --log-interval 100 | tail -n 5
+  local base_args=(--data-dir "$DATA" --epochs 1 --batch-size 128 --log-interval 100)
+  if grep -q -- '--device' "$base"; then
+    base_args+=(--device cuda)
+  else
+    echo "note: the baseline has no --device flag, so it trains on the CPU (Gloo), not on the GPU"
+  fi
+  env -u LD_PRELOAD RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT="$(free_port)" \
+    "$PY" "$base" "${base_args[@]}" | tail -n 3
+}
+
+make_cifar_data_py() {
+  local tool="$BUILD/tools/make_cifar10_synthetic/make_cifar10_synthetic"
+  [[ -x "$tool" ]] || { echo "make_cifar10_synthetic not built: no Python-layout data"; return 1; }
+  "$tool" --out "$DATA" --train 10000 --test 2000 --seed 0 --layout both
 }
 
 suite() {
@@ -280,7 +313,7 @@ suite() {
 
 # ---- run ------------------------------------------------------------------------------------------------
 export -f note env_facts unpack_debs find_nccl configure build_gpu_targets build_all gpu_tests make_cifar_data \
-  train bench suite
+  make_cifar_data_py free_port run_one_rank train_args train bench suite
 export GPU_TARGETS
 record start "-" "$(date -u +%FT%TZ) dry_run=$DRY_RUN budget=${BUDGET}s jobs=$JOBS out=$OUT"
 step env gpu-check.log 60 env_facts
@@ -293,7 +326,7 @@ if step configure build.log 120 configure; then
   [[ -n "$PRELOAD" ]] && export LD_PRELOAD=$PRELOAD
   step gpu-tests tests.log 240 gpu_tests
   step train train.log 120 train
-  step bench bench.txt 120 bench
+  step bench bench.txt 180 bench
   if ((DRY_RUN)); then
     record build-all SKIP "dry run: the full suite is CI's job here"
   elif step build-all build.log 240 build_all; then
