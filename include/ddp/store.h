@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,6 +77,12 @@ class PrefixStore : public Store {
   std::string k(const std::string& key) const { return prefix_ + "/" + key; }
 };
 
+/// $DDP_STORE_TOKEN, or "" when unset: the default shared secret of TCPStoreOptions and TCPStoreServer.
+inline std::string default_store_token() {
+  const char* v = std::getenv("DDP_STORE_TOKEN");
+  return v ? v : "";
+}
+
 /// Options for TCPStore; chained setters as in LibTorch's *Options.
 struct TCPStoreOptions {
 #define DDP_STORE_ARG(type, name, init)            \
@@ -94,9 +101,10 @@ struct TCPStoreOptions {
   DDP_STORE_ARG(std::chrono::milliseconds, timeout, std::chrono::minutes(5));
   /// How long to keep retrying DNS failures and refused connections before giving up.
   DDP_STORE_ARG(std::chrono::milliseconds, connect_timeout, std::chrono::minutes(5));
-  /// Shared secret (ours, not c10d's): when non-empty, the server refuses clients without it.
-  /// Defaults to $DDP_STORE_TOKEN.
-  DDP_STORE_ARG(std::string, token, "");
+  /// Shared secret (ours, not c10d's): when non-empty, the server refuses clients without it and
+  /// the client presents it. Defaults to $DDP_STORE_TOKEN; token("") turns it off explicitly.
+  /// A c10d (PyTorch) client cannot join a server that has a token.
+  DDP_STORE_ARG(std::string, token, default_store_token());
 #undef DDP_STORE_ARG
 };
 
@@ -131,8 +139,9 @@ class TCPStore : public Store {
 /// A standalone store server (what ddprun hosts so the store outlives worker restarts).
 class TCPStoreServer {
  public:
-  /// Listens on `port` (0: a free one) on all interfaces; `token` as in TCPStoreOptions.
-  static std::unique_ptr<TCPStoreServer> start(int port, const std::string& token = "");
+  /// Listens on `port` (0: a free one) on all interfaces (IPv6 dual-stack, else IPv4);
+  /// `token` as in TCPStoreOptions (default $DDP_STORE_TOKEN). Throws StoreError.
+  static std::unique_ptr<TCPStoreServer> start(int port, const std::string& token = default_store_token());
   virtual ~TCPStoreServer() = default;
   virtual int port() const = 0;
   /// Stops accepting and closes every connection; idempotent.

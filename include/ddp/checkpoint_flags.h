@@ -1,0 +1,89 @@
+#pragma once
+// The checkpoint flags every trainer shares, so train_cifar10 and train_ranzcr spell them the same:
+//   --checkpoint-dir DIR     where checkpoints go (empty: none are written)
+//   --checkpoint-every N     also save every N global steps (0: only at epoch ends)
+//   --checkpoint-keep K      keep the newest K checkpoints (0: all)
+//   --resume auto|none|PATH  auto: newest valid checkpoint in DIR, fresh start when there is none
+//
+//   cxxopts::Options opts("train_cifar10");
+//   ddp::CheckpointFlags::add_to(opts);
+//   auto parsed = opts.parse(argc, argv);
+//   auto flags = ddp::CheckpointFlags::from(parsed);            // ConfigError naming a bad flag
+//   ddp::Checkpointer ckpt(flags.options(), pg);
+//   auto resumed = ckpt.resume(flags.resume, *net, &optimizer);
+//
+// Trainers with their own argv parser call flags.set(name, value) for each flag instead.
+// Header-only, so libddp itself does not depend on cxxopts.
+
+#include <ddp/checkpoint.h>
+#include <ddp/errors.h>
+
+#include <cxxopts.hpp>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+namespace ddp {
+
+struct CheckpointFlags {
+  std::string dir;
+  int64_t every = 0;
+  int keep = 3;
+  std::string resume = "auto";
+
+  /// Registers the flags (group "Checkpoints") with their defaults.
+  static void add_to(cxxopts::Options& options) {
+    options.add_options("Checkpoints")
+        ("checkpoint-dir", "folder for checkpoints (shared storage with several nodes); empty: none",
+         cxxopts::value<std::string>()->default_value(""))
+        ("checkpoint-every", "also checkpoint every N optimizer steps (0: only at epoch ends)",
+         cxxopts::value<std::string>()->default_value("0"))
+        ("checkpoint-keep", "keep the newest K checkpoints (0: all)",
+         cxxopts::value<std::string>()->default_value("3"))
+        ("resume", "auto (newest valid checkpoint in --checkpoint-dir, else a fresh start), none, or a file",
+         cxxopts::value<std::string>()->default_value("auto"));
+  }
+
+  /// Reads and validates the flags registered by add_to(). ConfigError naming a bad flag.
+  static CheckpointFlags from(const cxxopts::ParseResult& parsed) {
+    CheckpointFlags f;
+    for (const char* name : {"checkpoint-dir", "checkpoint-every", "checkpoint-keep", "resume"})
+      f.set(name, parsed[name].as<std::string>());
+    return f;
+  }
+
+  /// Sets one flag by name (without leading dashes). False when `name` is not one of these flags;
+  /// ConfigError when the value is bad.
+  bool set(const std::string& name, const std::string& value) {
+    if (name == "checkpoint-dir") {
+      dir = value;
+    } else if (name == "checkpoint-every") {
+      every = parse_count("--checkpoint-every", value);
+    } else if (name == "checkpoint-keep") {
+      keep = static_cast<int>(parse_count("--checkpoint-keep", value, 1000000));
+    } else if (name == "resume") {
+      if (value.empty()) throw ConfigError("--resume is empty: expected auto, none or a checkpoint file");
+      resume = value;
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  CheckpointOptions options() const { return CheckpointOptions().dir(dir).every(every).keep(keep); }
+
+ private:
+  static int64_t parse_count(const std::string& flag, const std::string& value,
+                             int64_t max = INT64_C(1) << 40) {
+    errno = 0;
+    char* end = nullptr;
+    long long v = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || errno == ERANGE || v < 0 || v > max)
+      throw ConfigError(flag + "='" + value + "' is not a count in 0.." + std::to_string(max));
+    return v;
+  }
+};
+
+}  // namespace ddp

@@ -1,0 +1,236 @@
+// Request handling for the store server: token hello, dialect detection, then the c10d queries.
+#include <cstring>
+
+#include "ddp/store/server_connection.h"
+
+namespace ddp::store {
+namespace {
+
+#define DDP_TRY_PARSE(expr)                       \
+  do {                                            \
+    ParseStatus s_ = (expr);                      \
+    if (s_ != ParseStatus::kOk) return s_;        \
+  } while (0)
+
+bool equal_constant_time(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+ParseStatus read_keys(Reader& r, std::vector<std::string>& keys) {
+  uint64_t n = 0;
+  DDP_TRY_PARSE(r.u64(n));
+  if (n > kMaxKeysPerRequest)
+    return r.fail("request names " + std::to_string(n) + " keys, more than the limit of " +
+                  std::to_string(kMaxKeysPerRequest));
+  // Each key needs at least its 8-byte length: do not reserve for keys that cannot be there yet.
+  if (r.available() < n * 8) return ParseStatus::kNeedMore;
+  keys.resize(n);
+  for (auto& k : keys) DDP_TRY_PARSE(r.str(k, kMaxKeyBytes));
+  return ParseStatus::kOk;
+}
+
+/// The token hello: 0xDD "DDPT" u32 length, token.
+ParseStatus parse_hello(Reader& r, std::string& token) {
+  uint8_t b = 0;
+  DDP_TRY_PARSE(r.u8(b));
+  if (b != kHelloByte) return r.fail("client did not present the store token (first byte " + std::to_string(b) + ")");
+  char magic[4];
+  for (char& m : magic) {
+    uint8_t c;
+    DDP_TRY_PARSE(r.u8(c));
+    m = static_cast<char>(c);
+  }
+  if (std::memcmp(magic, kHelloMagic, 4) != 0) return r.fail("malformed token hello");
+  uint32_t n = 0;
+  DDP_TRY_PARSE(r.u32(n));
+  if (n > kMaxTokenBytes) return r.fail("token hello of " + std::to_string(n) + " bytes is too long");
+  if (r.available() < n) return ParseStatus::kNeedMore;
+  token.resize(n);
+  for (char& c : token) {
+    uint8_t x;
+    DDP_TRY_PARSE(r.u8(x));
+    c = static_cast<char>(x);
+  }
+  return ParseStatus::kOk;
+}
+
+ParseStatus handle_query(Connection& conn, Reader& r, RequestContext& ctx) {
+  uint8_t code = 0;
+  DDP_TRY_PARSE(r.u8(code));
+  auto op = op_from_code(conn.dialect, code);
+  if (!op)
+    return r.fail("unknown query type " + std::to_string(code) + " for a " +
+                  dialect_name(conn.dialect) + " client");
+  Writer w;
+  StoreState& st = ctx.state;
+  switch (*op) {
+    case Op::kValidate: {  // a repeated VALIDATE is harmless when the magic is right
+      uint32_t magic = 0;
+      DDP_TRY_PARSE(r.u32(magic));
+      if (magic != kValidationMagic) return r.fail("VALIDATE with a wrong magic number");
+      break;
+    }
+    case Op::kSet: {
+      std::string key;
+      Bytes value;
+      DDP_TRY_PARSE(r.str(key, kMaxKeyBytes));
+      DDP_TRY_PARSE(r.bytes(value, kMaxValueBytes));
+      st.set(key, std::move(value), &ctx.woken);
+      break;
+    }
+    case Op::kCompareSet: {
+      std::string key;
+      Bytes expected, desired;
+      DDP_TRY_PARSE(r.str(key, kMaxKeyBytes));
+      DDP_TRY_PARSE(r.bytes(expected, kMaxValueBytes));
+      DDP_TRY_PARSE(r.bytes(desired, kMaxValueBytes));
+      w.bytes(st.compare_set(key, expected, std::move(desired), &ctx.woken));
+      break;
+    }
+    case Op::kGet: {
+      std::string key;
+      DDP_TRY_PARSE(r.str(key, kMaxKeyBytes));
+      const Bytes* v = st.get(key);
+      w.bytes(v ? *v : Bytes{});  // a missing key reads as empty, as c10d's libuv server does
+      break;
+    }
+    case Op::kAdd: {
+      std::string key;
+      int64_t delta = 0;
+      DDP_TRY_PARSE(r.str(key, kMaxKeyBytes));
+      DDP_TRY_PARSE(r.i64(delta));
+      auto sum = st.add(key, delta, &ctx.woken);
+      if (!sum) return r.fail("ADD to key '" + key + "' whose value is not an integer or overflows");
+      w.i64(*sum);
+      break;
+    }
+    case Op::kCheck: {
+      std::vector<std::string> keys;
+      DDP_TRY_PARSE(read_keys(r, keys));
+      w.u8(static_cast<uint8_t>(st.check(keys) ? CheckResponse::kReady : CheckResponse::kNotReady));
+      break;
+    }
+    case Op::kWait: {
+      std::vector<std::string> keys;
+      DDP_TRY_PARSE(read_keys(r, keys));
+      if (st.wait(conn.id, keys)) w.u8(static_cast<uint8_t>(WaitResponse::kStopWaiting));
+      break;
+    }
+    case Op::kNumKeys:
+      w.i64(st.num_keys());
+      break;
+    case Op::kDeleteKey: {
+      std::string key;
+      DDP_TRY_PARSE(r.str(key, kMaxKeyBytes));
+      w.i64(st.delete_key(key) ? 1 : 0);
+      break;
+    }
+    case Op::kAppend: {
+      std::string key;
+      Bytes value;
+      DDP_TRY_PARSE(r.str(key, kMaxKeyBytes));
+      DDP_TRY_PARSE(r.bytes(value, kMaxValueBytes));
+      const Bytes* old = st.get(key);
+      if (old && old->size() + value.size() > kMaxValueBytes)
+        return r.fail("APPEND would grow key '" + key + "' past the value limit");
+      st.append(key, value, &ctx.woken);
+      break;
+    }
+    case Op::kMultiGet: {
+      std::vector<std::string> keys;
+      DDP_TRY_PARSE(read_keys(r, keys));
+      for (const auto& k : keys) {
+        const Bytes* v = st.get(k);
+        w.bytes(v ? *v : Bytes{});
+      }
+      break;
+    }
+    case Op::kMultiSet: {
+      uint64_t n = 0;
+      DDP_TRY_PARSE(r.u64(n));
+      if (n > kMaxKeysPerRequest) return r.fail("MULTI_SET of " + std::to_string(n) + " keys is over the limit");
+      if (r.available() < n * 16) return ParseStatus::kNeedMore;
+      std::vector<std::pair<std::string, Bytes>> items(n);
+      for (auto& [k, v] : items) {
+        DDP_TRY_PARSE(r.str(k, kMaxKeyBytes));
+        DDP_TRY_PARSE(r.bytes(v, kMaxValueBytes));
+      }
+      for (auto& [k, v] : items) st.set(k, std::move(v), &ctx.woken);
+      break;
+    }
+    case Op::kCancelWait:
+      st.cancel_wait(conn.id);
+      w.u8(static_cast<uint8_t>(WaitResponse::kWaitCanceled));
+      break;
+    case Op::kPing: {
+      uint32_t nonce = 0;
+      DDP_TRY_PARSE(r.u32(nonce));
+      w.u32(nonce);
+      break;
+    }
+    case Op::kListKeys: {
+      auto keys = st.keys();
+      w.i64(static_cast<int64_t>(keys.size()));
+      for (const auto& k : keys) w.str(k);
+      break;
+    }
+    case Op::kWatchKey:
+    case Op::kQueuePush:
+    case Op::kQueuePop:
+    case Op::kQueueLen:
+      return r.fail(std::string("query ") + op_name(*op) + " is not supported by this server");
+  }
+  Bytes& reply = w.buffer();
+  conn.out.insert(conn.out.end(), reply.begin(), reply.end());
+  return ParseStatus::kOk;
+}
+
+}  // namespace
+
+ParseStatus handle_request(Connection& conn, RequestContext& ctx, std::string* error) {
+  const uint8_t* data = conn.in.data() + conn.in_pos;
+  Reader r(data, conn.unparsed());
+  ParseStatus s = ParseStatus::kOk;
+  bool hello = conn.stage == Connection::Stage::kHello ||
+               (conn.stage == Connection::Stage::kDialect && r.available() > 0 && data[0] == kHelloByte);
+  if (hello) {
+    std::string token;
+    s = parse_hello(r, token);
+    if (s == ParseStatus::kOk) {
+      // A server without a token accepts any hello: the client just came prepared.
+      if (!ctx.token.empty() && !equal_constant_time(token, ctx.token)) {
+        s = r.fail("client presented a wrong store token");
+      } else {
+        conn.stage = Connection::Stage::kDialect;
+        conn.out.push_back(kHelloByte);
+        conn.out.push_back(kHelloAccepted);
+      }
+    }
+  } else if (conn.stage == Connection::Stage::kDialect) {
+    if (r.available() == 0) return ParseStatus::kNeedMore;
+    if (data[0] == 0) {
+      if (r.available() < 5) return ParseStatus::kNeedMore;
+      uint32_t magic;
+      std::memcpy(&magic, data + 1, 4);
+      if (magic == kValidationMagic) {
+        conn.dialect = Dialect::kV2;
+        conn.stage = Connection::Stage::kReady;
+        conn.in_pos += 5;
+        return ParseStatus::kOk;
+      }
+    }
+    conn.dialect = Dialect::kLegacy;
+    conn.stage = Connection::Stage::kReady;
+    return ParseStatus::kOk;  // nothing consumed; the request is parsed on the next call
+  } else {
+    s = handle_query(conn, r, ctx);
+  }
+  if (s == ParseStatus::kOk) conn.in_pos += r.consumed();
+  if (s == ParseStatus::kInvalid) *error = r.error();
+  return s;
+}
+
+}  // namespace ddp::store

@@ -1,0 +1,107 @@
+#include "ddp/store/server_state.h"
+
+#include <algorithm>
+#include <string>
+
+namespace ddp::store {
+
+void StoreState::set(const std::string& key, Bytes value, std::vector<ConnId>* woken) {
+  kv_[key] = std::move(value);
+  wake(key, woken);
+}
+
+Bytes StoreState::compare_set(const std::string& key, const Bytes& expected, Bytes desired,
+                              std::vector<ConnId>* woken) {
+  auto it = kv_.find(key);
+  if (it == kv_.end()) {
+    if (!expected.empty()) return expected;  // c10d answers `expected` here, without creating it
+    kv_[key] = desired;
+    wake(key, woken);
+    return desired;
+  }
+  if (it->second == expected) it->second = std::move(desired);
+  return it->second;
+}
+
+std::optional<int64_t> StoreState::add(const std::string& key, int64_t delta,
+                                       std::vector<ConnId>* woken) {
+  int64_t current = 0;
+  auto it = kv_.find(key);
+  if (it != kv_.end()) {
+    auto parsed = parse_counter(it->second);
+    if (!parsed) return std::nullopt;
+    current = *parsed;
+  }
+  int64_t sum;
+  if (__builtin_add_overflow(current, delta, &sum)) return std::nullopt;
+  std::string text = std::to_string(sum);
+  kv_[key] = Bytes(text.begin(), text.end());
+  wake(key, woken);
+  return sum;
+}
+
+void StoreState::append(const std::string& key, const Bytes& value, std::vector<ConnId>* woken) {
+  Bytes& v = kv_[key];
+  v.insert(v.end(), value.begin(), value.end());
+  wake(key, woken);
+}
+
+const Bytes* StoreState::get(const std::string& key) const {
+  auto it = kv_.find(key);
+  return it == kv_.end() ? nullptr : &it->second;
+}
+
+bool StoreState::check(const std::vector<std::string>& keys) const {
+  return std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return kv_.count(k) > 0; });
+}
+
+bool StoreState::delete_key(const std::string& key) { return kv_.erase(key) > 0; }
+
+std::vector<std::string> StoreState::keys() const {
+  std::vector<std::string> out;
+  out.reserve(kv_.size());
+  for (const auto& kv : kv_) out.push_back(kv.first);
+  return out;
+}
+
+bool StoreState::wait(ConnId conn, const std::vector<std::string>& keys) {
+  cancel_wait(conn);
+  std::unordered_set<std::string> missing;
+  for (const auto& k : keys)
+    if (!kv_.count(k)) missing.insert(k);
+  if (missing.empty()) return true;
+  for (const auto& k : missing) waiters_[k].push_back(conn);
+  pending_.emplace(conn, std::move(missing));
+  return false;
+}
+
+void StoreState::cancel_wait(ConnId conn) {
+  auto it = pending_.find(conn);
+  if (it == pending_.end()) return;
+  for (const auto& k : it->second) {
+    auto w = waiters_.find(k);
+    if (w == waiters_.end()) continue;
+    auto& v = w->second;
+    v.erase(std::remove(v.begin(), v.end(), conn), v.end());
+    if (v.empty()) waiters_.erase(w);
+  }
+  pending_.erase(it);
+}
+
+void StoreState::wake(const std::string& key, std::vector<ConnId>* woken) {
+  auto w = waiters_.find(key);
+  if (w == waiters_.end()) return;
+  std::vector<ConnId> conns = std::move(w->second);
+  waiters_.erase(w);
+  for (ConnId c : conns) {
+    auto p = pending_.find(c);
+    if (p == pending_.end()) continue;
+    p->second.erase(key);
+    if (p->second.empty()) {
+      pending_.erase(p);
+      woken->push_back(c);
+    }
+  }
+}
+
+}  // namespace ddp::store

@@ -1,0 +1,141 @@
+// State dicts as torch.save writes them, read with LibTorch's pickle reader (it understands the zip
+// archive of torch.save >= 1.6 and the OrderedDict a state_dict is).
+#include "models/state_dict.h"
+
+#include <ddp/errors.h>
+
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/nn/module.h>
+
+#include <ATen/ATen.h>
+
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+
+namespace ddp::models {
+namespace {
+
+std::string shape_str(const at::Tensor& t) {
+  std::ostringstream s;
+  s << t.sizes();
+  return s.str();
+}
+
+std::string join(const std::vector<std::string>& names, size_t max_names = 8) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < max_names; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > max_names) out += ", ... (" + std::to_string(names.size()) + " in all)";
+  return out;
+}
+
+}  // namespace
+
+std::string LoadStateDictReport::summary() const {
+  std::ostringstream s;
+  s << loaded.size() << " tensors loaded";
+  if (!adapted.empty()) s << ", " << join(adapted) << " averaged over input channels";
+  if (!kept.empty()) s << ", kept initialised: " << join(kept);
+  if (!unexpected.empty()) s << ", ignored from file: " << join(unexpected);
+  return s.str();
+}
+
+std::map<std::string, at::Tensor> read_state_dict(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ddp::DataError("cannot open weights file '" + path + "'");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.empty()) throw ddp::DataError("weights file '" + path + "' is empty");
+  c10::IValue value;
+  try {
+    value = torch::jit::pickle_load(bytes);
+  } catch (const std::exception& e) {
+    throw ddp::DataError("weights file '" + path +
+                         "' is not a torch.save() archive of a state_dict: " + e.what());
+  }
+  if (!value.isGenericDict()) {
+    throw ddp::DataError("weights file '" + path + "' holds a " + value.tagKind() +
+                         ", expected a dict of name -> tensor (torch.save(model.state_dict()))");
+  }
+  std::map<std::string, at::Tensor> out;
+  for (const auto& entry : value.toGenericDict()) {
+    if (!entry.key().isString() || !entry.value().isTensor()) {
+      throw ddp::DataError("weights file '" + path + "' has an entry that is not string -> tensor (" +
+                           entry.key().tagKind() + " -> " + entry.value().tagKind() + ")");
+    }
+    out.emplace(entry.key().toStringRef(), entry.value().toTensor());
+  }
+  return out;
+}
+
+void write_state_dict(const std::map<std::string, at::Tensor>& entries, const std::string& path) {
+  c10::Dict<std::string, at::Tensor> dict;
+  for (const auto& [name, tensor] : entries) dict.insert(name, tensor.detach().cpu().contiguous());
+  std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw ddp::DataError("cannot write weights file '" + path + "'");
+}
+
+std::map<std::string, at::Tensor> state_dict_of(torch::nn::Module& module) {
+  std::map<std::string, at::Tensor> out;
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) out.emplace(item.key(), item.value());
+  for (const auto& item : module.named_buffers(/*recurse=*/true)) out.emplace(item.key(), item.value());
+  return out;
+}
+
+LoadStateDictReport load_state_dict(torch::nn::Module& module, const std::string& path,
+                                    const LoadStateDictOptions& options) {
+  const std::map<std::string, at::Tensor> file = read_state_dict(path);
+  std::map<std::string, at::Tensor> mine = state_dict_of(module);
+  auto is_head = [&](const std::string& name) {
+    return !options.head_prefix().empty() && name.rfind(options.head_prefix(), 0) == 0;
+  };
+
+  LoadStateDictReport report;
+  std::vector<std::string> missing;
+  // Check everything first, so a bad file leaves the module untouched.
+  std::vector<std::pair<at::Tensor, at::Tensor>> copies;  // destination, source
+  for (auto& [name, dest] : mine) {
+    auto it = file.find(name);
+    if (it == file.end()) {
+      if (is_head(name)) {
+        report.kept.push_back(name);
+      } else {
+        missing.push_back(name);
+      }
+      continue;
+    }
+    at::Tensor src = it->second;
+    if (src.sizes() == dest.sizes()) {
+      copies.emplace_back(dest, src);
+      report.loaded.push_back(name);
+    } else if (is_head(name)) {
+      report.kept.push_back(name + " (file " + shape_str(src) + ", model " + shape_str(dest) + ")");
+    } else if (name == options.stem_name() && src.dim() == 4 && dest.dim() == 4 && dest.size(1) == 1 &&
+               src.size(0) == dest.size(0) && src.size(2) == dest.size(2) && src.size(3) == dest.size(3)) {
+      copies.emplace_back(dest, src.mean(1, /*keepdim=*/true));
+      report.adapted.push_back(name);
+    } else {
+      throw ddp::DataError("weights file '" + path + "': entry '" + name + "' has shape " +
+                           shape_str(src) + " but the model's is " + shape_str(dest));
+    }
+  }
+  if (!missing.empty()) {
+    throw ddp::DataError("weights file '" + path + "' lacks " + std::to_string(missing.size()) +
+                         " entries of the model: " + join(missing) +
+                         " (is it a state_dict of the same architecture?)");
+  }
+  for (const auto& [name, tensor] : file) {
+    if (!mine.count(name)) report.unexpected.push_back(name);
+  }
+  if (!report.unexpected.empty() && !options.allow_unexpected()) {
+    throw ddp::DataError("weights file '" + path + "' has entries the model does not: " +
+                         join(report.unexpected) + " (is it a state_dict of the same architecture?)");
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [dest, src] : copies) dest.copy_(src.to(dest.dtype()));
+  return report;
+}
+
+}  // namespace ddp::models

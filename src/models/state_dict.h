@@ -1,0 +1,66 @@
+#pragma once
+// Weights in and out of a module by name, in the format Python's `torch.save(model.state_dict(), f)`
+// writes (a zip archive holding a pickled dict of name -> tensor) and `torch.load(f)` reads.
+//
+//   // Python: torch.save(converted_state_dict, "resnet18_1ch.pt")   (docs/RANZCR.md)
+//   auto report = ddp::models::load_state_dict(*net, "resnet18_1ch.pt",
+//                                              ddp::models::LoadStateDictOptions().head_prefix("fc."));
+//   DDP_LOG(INFO) << report.summary();
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace torch::nn {
+class Module;
+}
+
+namespace ddp::models {
+
+struct LoadStateDictOptions {
+  /// Names starting with this prefix form the head: when the file's head has other shapes
+  /// (ImageNet's 1000 classes) or is absent, the module keeps its own initialisation.
+  LoadStateDictOptions& head_prefix(std::string v) { head_prefix_ = std::move(v); return *this; }
+  /// Entry whose input channels may be adapted: a file with 3 (RGB) input channels loads into a
+  /// module with 1 by averaging over the channel dimension (dim 1).
+  LoadStateDictOptions& stem_name(std::string v) { stem_name_ = std::move(v); return *this; }
+  /// Ignore entries of the file the module does not have (default: DataError naming them).
+  LoadStateDictOptions& allow_unexpected(bool v) { allow_unexpected_ = v; return *this; }
+
+  const std::string& head_prefix() const { return head_prefix_; }
+  const std::string& stem_name() const { return stem_name_; }
+  bool allow_unexpected() const { return allow_unexpected_; }
+
+ private:
+  std::string head_prefix_ = "fc.";
+  std::string stem_name_ = "conv1.weight";
+  bool allow_unexpected_ = false;
+};
+
+struct LoadStateDictReport {
+  std::vector<std::string> loaded;      ///< copied as is
+  std::vector<std::string> adapted;     ///< stem averaged over input channels
+  std::vector<std::string> kept;        ///< head entries absent or of another shape: left as initialised
+  std::vector<std::string> unexpected;  ///< in the file, not in the module (allow_unexpected only)
+  std::string summary() const;
+};
+
+/// Reads a file written by torch.save(dict_of_tensors) (or save_state_dict below). DataError naming
+/// the file when it is missing, unreadable or not a dict of string -> tensor.
+std::map<std::string, at::Tensor> read_state_dict(const std::string& path);
+
+/// Writes `entries` so that Python's torch.load and read_state_dict read them back.
+void write_state_dict(const std::map<std::string, at::Tensor>& entries, const std::string& path);
+
+/// Every parameter and buffer of `module`, by its dotted name (Python's state_dict keys).
+std::map<std::string, at::Tensor> state_dict_of(torch::nn::Module& module);
+
+/// Copies the file's tensors into `module`'s parameters and buffers by name. Every non-head entry of
+/// the module must be in the file with the same shape (DataError naming the entry, both shapes and
+/// the file otherwise), except the stem adaptation and the head rules above.
+LoadStateDictReport load_state_dict(torch::nn::Module& module, const std::string& path,
+                                    const LoadStateDictOptions& options = LoadStateDictOptions());
+
+}  // namespace ddp::models

@@ -1,0 +1,15 @@
+# cmake -P script: install -> configure consumer -> build -> run. Fails on the first step that fails.
+file(REMOVE_RECURSE "${WORK_DIR}")
+set(prefix "${WORK_DIR}/prefix")
+function(step)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "step failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  message(STATUS "ok: ${ARGN}")
+endfunction()
+step(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
+step(${CMAKE_COMMAND} -S "${CONSUMER_SOURCE}" -B "${WORK_DIR}/build" -G Ninja
+     "-DCMAKE_PREFIX_PATH=${prefix}" "-DTorch_DIR=${TORCH_DIR}")
+step(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
+step("${WORK_DIR}/build/consumer")
