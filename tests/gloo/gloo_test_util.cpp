@@ -4,23 +4,24 @@
 
 #include <sstream>
 
-#include "dir_store.h"
 
 namespace ddp::testing {
 
 WorkerOptions gloo_worker_options() {
   WorkerOptions o;
-  o.env["DDP_TEST_STORE_DIR"] = make_temp_dir("ddp-gloo-store");
   o.timeout = std::chrono::seconds(90);
   return o;
 }
 
 std::shared_ptr<Store> worker_store() {
-  std::string dir = env_or("DDP_TEST_STORE_DIR", "");
-  if (dir.empty()) throw std::runtime_error("DDP_TEST_STORE_DIR is not set");
-  auto store = std::make_shared<DirStore>(dir);
-  store->set_timeout(std::chrono::seconds(60));
-  return store;
+  // Rank 0 hosts the TCP store on MASTER_PORT, as init_process_group does.
+  return std::make_shared<TCPStore>(TCPStoreOptions()
+                                        .host("127.0.0.1")
+                                        .port(env_int("MASTER_PORT", 29500))
+                                        .is_server(env_int("RANK", 0) == 0)
+                                        .timeout(std::chrono::seconds(60))
+                                        .connect_timeout(std::chrono::seconds(30))
+                                        .token(""));
 }
 
 std::shared_ptr<ProcessGroup> make_test_group(std::chrono::milliseconds timeout) {

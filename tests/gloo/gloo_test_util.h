@@ -16,10 +16,10 @@
 
 namespace ddp::testing {
 
-/// Worker options for a gloo test: a fresh store for the run.
+/// Worker options for a gloo test.
 WorkerOptions gloo_worker_options();
 
-/// The store the harness prepared for this worker.
+/// A TCP store on MASTER_PORT, hosted by rank 0.
 std::shared_ptr<Store> worker_store();
 
 /// A gloo group over loopback for this worker (RANK / WORLD_SIZE from the environment).

@@ -142,6 +142,8 @@ class ProcessGroupGloo final : public ProcessGroup {
   std::chrono::milliseconds effective(std::chrono::milliseconds t) const { return t.count() > 0 ? t : timeout_; }
   void learn_peer_addresses(GlooStoreAdapter& store);
 
+  // Kept alive with the group: when rank 0 hosts the store server, peers may still be using it.
+  std::shared_ptr<Store> store_;
   std::shared_ptr<::gloo::Context> context_;
   PeerDirectory peers_;
   ScratchArena arena_;  // worker thread only
@@ -152,7 +154,7 @@ class ProcessGroupGloo final : public ProcessGroup {
 };
 
 ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int size, const GlooOptions& options)
-    : ProcessGroup(rank, size, options.timeout) {
+    : ProcessGroup(rank, size, options.timeout), store_(store) {
   if (!store) throw ConfigError("make_gloo_process_group: store is null");
   if (size < 1 || rank < 0 || rank >= size)
     throw ConfigError("make_gloo_process_group: rank " + std::to_string(rank) + " is not in [0, " +
