@@ -4,6 +4,7 @@
 
 #include <cxxopts.hpp>
 
+#include <cstdlib>
 #include <set>
 
 namespace train_ranzcr {
@@ -29,7 +30,8 @@ Options parse_options(int argc, char** argv, bool* help, std::string* usage) {
   cxxopts::Options cli("train_ranzcr",
                        "Distributed ResNet training on RANZCR CLiP chest X-rays (11 catheter labels, mean ROC AUC)");
   cli.add_options("Data")
-      ("data-dir", "folder with train.csv, train/ and test/", cxxopts::value<std::string>()->default_value(""))
+      ("data-dir", "folder with train.csv, train/ and test/ (default: $SM_CHANNEL_TRAIN, $SM_CHANNEL_TRAINING)",
+       cxxopts::value<std::string>()->default_value(""))
       ("csv", "labels (default DATA_DIR/train.csv)", cxxopts::value<std::string>()->default_value(""))
       ("image-dir", "training images (default DATA_DIR/train)", cxxopts::value<std::string>()->default_value(""))
       ("image-size", "square input side in pixels", cxxopts::value<int>()->default_value("224"))
@@ -61,14 +63,17 @@ Options parse_options(int argc, char** argv, bool* help, std::string* usage) {
       ("device", "auto | cpu | cuda", cxxopts::value<std::string>()->default_value("auto"))
       ("backend", "auto | gloo | nccl", cxxopts::value<std::string>()->default_value("auto"))
       ("threads", "intra-op threads per rank (0: cores / ranks on this node)", cxxopts::value<int>()->default_value("0"))
-      ("metrics-file", "append one JSON object per epoch (rank 0)", cxxopts::value<std::string>()->default_value(""))
-      ("progress", "progress bar: auto (on a terminal) | on | off", cxxopts::value<std::string>()->default_value("auto"))
-      ("save-model", "write the final weights here (state_dict file, rank 0)", cxxopts::value<std::string>()->default_value(""));
+      ("metrics-file", "rank 0 appends JSON lines (train steps, validations) here", cxxopts::value<std::string>()->default_value(""))
+      ("progress", "auto (a bar on a terminal, plain lines otherwise), bar or plain", cxxopts::value<std::string>()->default_value("auto"))
+      ("log-interval", "plain progress lines and JSON train records every N steps", cxxopts::value<int64_t>()->default_value("10"))
+      ("max-steps", "stop after N optimizer steps, validate and save (0: no limit)", cxxopts::value<int64_t>()->default_value("0"))
+      ("model-dir", "rank 0 writes model.pt (state_dict) here (default: $SM_MODEL_DIR, else ./model)",
+       cxxopts::value<std::string>()->default_value(""));
   cli.add_options("Prediction")
       ("predict", "write a submission instead of training")
       ("test-dir", "test images (default DATA_DIR/test)", cxxopts::value<std::string>()->default_value(""))
       ("out", "submission file", cxxopts::value<std::string>()->default_value("submission.csv"))
-      ("weights", "state_dict file to predict with (default: newest checkpoint in --checkpoint-dir)",
+      ("weights", "state_dict to predict with (default: newest checkpoint in --checkpoint-dir, else MODEL_DIR/model.pt)",
        cxxopts::value<std::string>()->default_value(""));
   ddp::CheckpointFlags::add_to(cli);
   cli.add_options()("h,help", "this help");
@@ -115,16 +120,29 @@ Options parse_options(int argc, char** argv, bool* help, std::string* usage) {
   o.threads = r["threads"].as<int>();
   o.metrics_file = r["metrics-file"].as<std::string>();
   o.progress = r["progress"].as<std::string>();
-  o.save_model = r["save-model"].as<std::string>();
+  o.log_interval = r["log-interval"].as<int64_t>();
+  o.max_steps = r["max-steps"].as<int64_t>();
+  o.model_dir = r["model-dir"].as<std::string>();
   o.checkpoint = ddp::CheckpointFlags::from(r);
   o.predict = r.count("predict") > 0;
   o.test_dir = r["test-dir"].as<std::string>();
   o.out = r["out"].as<std::string>();
   o.weights = r["weights"].as<std::string>();
 
+  // SageMaker's channels and model folder when the flags are not given.
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  if (o.data_dir.empty()) o.data_dir = env("SM_CHANNEL_TRAIN");
+  if (o.data_dir.empty()) o.data_dir = env("SM_CHANNEL_TRAINING");
+  if (o.model_dir.empty()) o.model_dir = env("SM_MODEL_DIR");
+  if (o.model_dir.empty()) o.model_dir = "model";
+
   // Validation: every bad value is an error naming the flag.
   if (o.data_dir.empty() && (o.csv.empty() || o.image_dir.empty()) && !(o.predict && !o.test_dir.empty())) {
-    throw ddp::ConfigError("--data-dir is required (or --csv and --image-dir; --test-dir with --predict)");
+    throw ddp::ConfigError(
+        "--data-dir is required (or $SM_CHANNEL_TRAIN, or --csv and --image-dir; --test-dir with --predict)");
   }
   if (o.csv.empty()) o.csv = o.data_dir + "/train.csv";
   if (o.image_dir.empty()) o.image_dir = o.data_dir + "/train";
@@ -155,7 +173,9 @@ Options parse_options(int argc, char** argv, bool* help, std::string* usage) {
   require_one_of("--device", o.device, {"auto", "cpu", "cuda"});
   require_one_of("--backend", o.backend, {"auto", "gloo", "nccl"});
   require_at_least("--threads", o.threads, 0);
-  require_one_of("--progress", o.progress, {"auto", "on", "off"});
+  require_one_of("--progress", o.progress, {"auto", "bar", "plain"});
+  require_at_least<int64_t>("--log-interval", o.log_interval, 1);
+  require_at_least<int64_t>("--max-steps", o.max_steps, 0);
   if (o.predict && o.out.empty()) throw ddp::ConfigError("--out is empty");
   return o;
 }

@@ -10,7 +10,7 @@ namespace train_ranzcr {
 
 struct Options {
   // Data
-  std::string data_dir;       ///< holds train.csv and train/ (and test/)
+  std::string data_dir;       ///< holds train.csv and train/ (and test/); $SM_CHANNEL_TRAIN(ING)
   std::string csv;            ///< default <data_dir>/train.csv
   std::string image_dir;      ///< default <data_dir>/train
   int image_size = 224;
@@ -43,15 +43,17 @@ struct Options {
   std::string backend = "auto";   ///< auto | gloo | nccl
   int threads = 0;                ///< intra-op threads per rank; 0: cores / local ranks
   std::string metrics_file;
-  std::string progress = "auto";  ///< auto (on a TTY) | on | off
-  std::string save_model;         ///< final weights (state_dict file), rank 0
+  std::string progress = "auto";  ///< auto (a bar on a terminal, plain lines otherwise) | bar | plain
+  int64_t log_interval = 10;      ///< plain progress lines and JSON "train" records every N steps
+  int64_t max_steps = 0;          ///< stop after N optimizer steps (validate, save); 0: no limit
+  std::string model_dir;          ///< rank 0 writes model.pt here ($SM_MODEL_DIR, else ./model)
   ddp::CheckpointFlags checkpoint;
 
   // Prediction
   bool predict = false;
   std::string test_dir;           ///< default <data_dir>/test
   std::string out = "submission.csv";
-  std::string weights;            ///< state_dict file; else the newest checkpoint in --checkpoint-dir
+  std::string weights;            ///< state_dict file; else the newest checkpoint, else <model_dir>/model.pt
 };
 
 /// Parses and validates argv. ConfigError naming the flag and value. `help` is set (and the

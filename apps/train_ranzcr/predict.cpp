@@ -35,7 +35,7 @@ int predict(const Options& o, Session& session) {
     auto report = load_state_dict(*net, o.weights);
     if (!report.kept.empty() || !report.adapted.empty()) {
       throw ddp::DataError("--weights " + o.weights + " is not a trained " + o.arch + " (" + report.summary() +
-                           "); use the file --save-model wrote");
+                           "); use the model.pt train_ranzcr wrote");
     }
   } else {
     ddp::Checkpointer checkpointer(o.checkpoint.options(), session.pg);

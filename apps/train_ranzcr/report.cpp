@@ -4,10 +4,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
-#include <iostream>
+#include <cstring>
 #include <sstream>
 
 namespace train_ranzcr {
@@ -41,87 +40,104 @@ std::string json_number(double v) {
 }
 
 Reporter::Reporter(bool active, const std::string& progress, const std::string& metrics_file)
-    : active_(active),
-      bar_(active && (progress == "on" || (progress == "auto" && ::isatty(STDERR_FILENO)))),
-      metrics_file_(active ? metrics_file : "") {
-  if (!metrics_file_.empty()) {
-    std::ofstream probe(metrics_file_, std::ios::app);
-    if (!probe) throw ddp::ConfigError("--metrics-file '" + metrics_file_ + "' cannot be opened for appending");
+    : active_(active), metrics_path_(metrics_file) {
+  if (!active_) return;
+  bar_ = progress == "bar" || (progress == "auto" && ::isatty(STDERR_FILENO));
+  if (!metrics_path_.empty()) {
+    metrics_ = std::fopen(metrics_path_.c_str(), "a");
+    if (!metrics_) {
+      throw ddp::ConfigError("--metrics-file '" + metrics_path_ + "' cannot be opened for appending: " +
+                             std::strerror(errno));
+    }
   }
 }
 
-Reporter::~Reporter() { clear_bar(); }
-
-void Reporter::begin_epoch(int epoch, int epochs, int64_t steps) {
-  epoch_ = epoch;
-  epochs_ = epochs;
-  steps_ = steps;
-  epoch_start_ = std::chrono::steady_clock::now();
-  last_draw_ = {};
+Reporter::~Reporter() {
+  end_bar_line();
+  if (metrics_) std::fclose(metrics_);
 }
 
-void Reporter::step(int64_t done, double loss) {
-  if (!bar_) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (done < steps_ && now - last_draw_ < std::chrono::milliseconds(200)) return;
-  last_draw_ = now;
-  const int width = 30;
-  const int filled = steps_ > 0 ? static_cast<int>(width * done / steps_) : width;
-  const double elapsed = std::chrono::duration<double>(now - epoch_start_).count();
-  const double eta = done > 0 ? elapsed * static_cast<double>(steps_ - done) / done : 0;
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "\repoch %d/%d [%s%s] %lld/%lld loss %.4f %.0fs<%.0fs ", epoch_, epochs_,
-                std::string(static_cast<size_t>(filled), '#').c_str(),
-                std::string(static_cast<size_t>(width - filled), '.').c_str(), static_cast<long long>(done),
-                static_cast<long long>(steps_), loss, elapsed, eta);
-  std::cerr << buf << std::flush;
+void Reporter::end_bar_line() {
+  if (bar_open_) {
+    std::fputc('\n', stderr);
+    bar_open_ = false;
+  }
 }
 
-void Reporter::clear_bar() {
-  if (bar_) std::cerr << "\r" << std::string(100, ' ') << "\r" << std::flush;
-}
-
-void Reporter::end_epoch(const EpochMetrics& m) {
+void Reporter::train_point(const StepPoint& p) {
   if (!active_) return;
-  clear_bar();
+  const double done = p.steps_in_epoch > 0 ? static_cast<double>(p.step_in_epoch) / p.steps_in_epoch : 1.0;
+  if (bar_) {
+    const int width = 30, filled = static_cast<int>(width * std::min(1.0, done));
+    std::fprintf(stderr, "\repoch %lld/%lld [%s%s] %lld/%lld loss %.4f %.1f images/s ",
+                 static_cast<long long>(p.epoch), static_cast<long long>(p.epochs),
+                 std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(width - filled), '.').c_str(), static_cast<long long>(p.step_in_epoch),
+                 static_cast<long long>(p.steps_in_epoch), p.loss, p.images_per_sec);
+    std::fflush(stderr);
+    bar_open_ = true;
+  } else {
+    std::fprintf(stderr, "Train Epoch: %lld [%lld/%lld (%.0f%%)] Loss: %.6f (%.1f images/s)\n",
+                 static_cast<long long>(p.epoch), static_cast<long long>(p.step_in_epoch),
+                 static_cast<long long>(p.steps_in_epoch), 100.0 * done, p.loss, p.images_per_sec);
+  }
+  if (metrics_) {
+    std::ostringstream j;
+    j << "{\"type\":\"train\",\"step\":" << p.global_step << ",\"epoch\":" << p.epoch << ",\"loss\":" << json_number(p.loss)
+      << ",\"images_per_sec\":" << json_number(p.images_per_sec) << "}";
+    metrics_record(j.str());
+  }
+}
+
+void Reporter::epoch_end(const EpochMetrics& m) {
+  if (!active_) return;
+  end_bar_line();
   // Katib's default collector reads name=value pairs from stdout.
-  std::ostringstream line;
-  line.setf(std::ios::fixed);
-  line.precision(4);
-  line << "epoch=" << m.epoch << " loss=" << m.loss;
-  if (m.val_loss) line << " val_loss=" << *m.val_loss;
-  if (m.auc) line << " auc=" << *m.auc;
-  line.unsetf(std::ios::fixed);
-  line.precision(6);
-  line << " lr=" << m.lr;
-  std::cout << line.str() << std::endl;
+  std::string line = "epoch=" + std::to_string(m.epoch);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, " loss=%.6f", m.loss);
+  line += buf;
+  if (m.val_loss) {
+    std::snprintf(buf, sizeof buf, " val_loss=%.6f", *m.val_loss);
+    line += buf;
+  }
+  if (m.auc) {
+    std::snprintf(buf, sizeof buf, " auc=%.6f", *m.auc);
+    line += buf;
+  }
+  std::snprintf(buf, sizeof buf, " lr=%.6g", m.lr);
+  line += buf;
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
   if (!m.single_class_columns.empty()) {
     std::string names;
     for (const auto& c : m.single_class_columns) names += (names.empty() ? "" : ", ") + c;
-    std::cerr << "note: AUC undefined (one class in the validation set) and left out of the mean for: " << names
-              << std::endl;
+    std::fprintf(stderr, "note: ROC AUC undefined (one class in the validation set), left out of the mean: %s\n",
+                 names.c_str());
   }
-  if (metrics_file_.empty()) return;
+  if (!metrics_) return;
   std::ostringstream j;
-  j << "{\"event\":\"epoch\",\"epoch\":" << m.epoch << ",\"loss\":" << json_number(m.loss)
-    << ",\"val_loss\":" << (m.val_loss ? json_number(*m.val_loss) : "null")
+  j << "{\"type\":\"eval\",\"step\":" << m.global_step << ",\"epoch\":" << m.epoch
+    << ",\"train_loss\":" << json_number(m.loss) << ",\"loss\":" << (m.val_loss ? json_number(*m.val_loss) : "null")
     << ",\"auc\":" << (m.auc ? json_number(*m.auc) : "null") << ",\"column_auc\":[";
   for (size_t c = 0; c < m.column_auc.size(); ++c) {
     j << (c ? "," : "") << (m.column_auc[c] ? json_number(*m.column_auc[c]) : "null");
   }
   j << "],\"single_class_columns\":[";
   for (size_t c = 0; c < m.single_class_columns.size(); ++c) j << (c ? "," : "") << json_string(m.single_class_columns[c]);
-  j << "],\"lr\":" << json_number(m.lr) << ",\"seconds\":" << json_number(m.seconds)
-    << ",\"images_per_s\":" << json_number(m.images_per_s) << ",\"data_wait_s\":" << json_number(m.data_wait_s)
-    << ",\"bad_images\":" << m.bad_images << ",\"val_images\":" << m.val_images << "}";
-  write_json(j.str());
+  j << "],\"val_images\":" << m.val_images << ",\"lr\":" << json_number(m.lr)
+    << ",\"images_per_sec\":" << json_number(m.images_per_sec) << ",\"epoch_seconds\":" << json_number(m.epoch_seconds)
+    << ",\"data_wait_s\":" << json_number(m.data_wait_s) << ",\"bad_images\":" << m.bad_images << "}";
+  metrics_record(j.str());
 }
 
-void Reporter::write_json(const std::string& object) {
-  if (!active_ || metrics_file_.empty()) return;
-  std::ofstream out(metrics_file_, std::ios::app);
-  out << object << "\n";
-  if (!out) throw ddp::DataError("cannot append to --metrics-file '" + metrics_file_ + "'");
+void Reporter::metrics_record(const std::string& json_object) {
+  if (!active_ || !metrics_) return;
+  std::fputs(json_object.c_str(), metrics_);
+  std::fputc('\n', metrics_);
+  if (std::fflush(metrics_) != 0) {
+    throw ddp::DataError("cannot append to --metrics-file '" + metrics_path_ + "': " + std::strerror(errno));
+  }
 }
 
 }  // namespace train_ranzcr

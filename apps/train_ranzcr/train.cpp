@@ -152,7 +152,8 @@ int train(const Options& o, Session& session) {
   Reporter reporter(rank0, o.progress, o.metrics_file);
 
   EpochMetrics last;
-  while (progress.epoch < o.epochs) {
+  bool step_limit_hit = false;
+  while (progress.epoch < o.epochs && !step_limit_hit) {
     const int64_t epoch = progress.epoch;
     sampler.set_epoch(epoch);
     sampler.set_start_index(progress.samples_in_epoch);
@@ -160,11 +161,14 @@ int train(const Options& o, Session& session) {
     for (int64_t pos : sampler.indices()) indices.push_back(split.train[static_cast<size_t>(pos)]);
     train_loader.start_epoch(std::move(indices), static_cast<uint64_t>(epoch));
     net->train();
-    reporter.begin_epoch(static_cast<int>(epoch) + 1, o.epochs, steps_per_epoch);
     const auto t0 = Clock::now();
     const double wait0 = train_loader.wait_seconds();
     at::Tensor loss_sum = at::zeros({2}, at::TensorOptions(session.device).dtype(at::kDouble));  // sum, rows
     int64_t images = 0;
+    // Progress points: rank 0's mean loss and all ranks' images/s since the last point.
+    at::Tensor point_loss = at::zeros({}, at::TensorOptions(session.device).dtype(at::kDouble));
+    int64_t point_steps = 0, point_images = 0;
+    auto point_start = Clock::now();
     ddp::ranzcr::Batch batch;
     while (train_loader.next(&batch)) {
       const double lr = schedule.at(progress);
@@ -188,10 +192,29 @@ int train(const Options& o, Session& session) {
         torch::NoGradGuard no_grad;
         loss_sum[0] += loss.detach().to(at::kDouble) * static_cast<double>(batch.num_valid);
         loss_sum[1] += static_cast<double>(batch.num_valid);
+        point_loss += loss.detach().to(at::kDouble);
       }
       images += batch.images.size(0);
+      point_images += batch.images.size(0);
+      ++point_steps;
       progress.step_done(batch.images.size(0));
-      if (rank0) reporter.step(progress.step_in_epoch, loss.item<double>());
+      const bool epoch_done = progress.step_in_epoch == steps_per_epoch;
+      step_limit_hit = o.max_steps > 0 && progress.global_step >= o.max_steps;
+      if (rank0 && (progress.global_step % o.log_interval == 0 || epoch_done || step_limit_hit)) {
+        const double dt = std::chrono::duration<double>(Clock::now() - point_start).count();
+        StepPoint p;
+        p.epoch = epoch + 1;
+        p.epochs = o.epochs;
+        p.global_step = progress.global_step;
+        p.step_in_epoch = progress.step_in_epoch;
+        p.steps_in_epoch = steps_per_epoch;
+        p.loss = point_loss.item<double>() / static_cast<double>(std::max<int64_t>(1, point_steps));  // one sync per point
+        p.images_per_sec = dt > 0 ? static_cast<double>(point_images * pg.size()) / dt : 0;
+        reporter.train_point(p);
+        point_loss.zero_();
+        point_steps = point_images = 0;
+        point_start = Clock::now();
+      }
       const bool stop = ddp::stop_requested_any(pg);
       if (stop || checkpointer.due(progress)) checkpointer.save(*net, &optimizer, progress, metadata);
       if (stop) {
@@ -200,12 +223,13 @@ int train(const Options& o, Session& session) {
         }
         return ddp::stop_exit_code();
       }
+      if (step_limit_hit) break;
     }
     EpochMetrics m;
-    m.epoch = static_cast<int>(epoch) + 1;
+    m.epoch = epoch + 1;
     m.lr = schedule.at(progress);
-    m.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    m.images_per_s = m.seconds > 0 ? static_cast<double>(images * pg.size()) / m.seconds : 0;
+    const double train_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    m.images_per_sec = train_seconds > 0 ? static_cast<double>(images * pg.size()) / train_seconds : 0;
     m.data_wait_s = train_loader.wait_seconds() - wait0;
     std::vector<at::Tensor> sums = {loss_sum};
     pg.allreduce(sums)->wait();
@@ -215,23 +239,27 @@ int train(const Options& o, Session& session) {
     // Every rank evaluates the same model: rank 0's BatchNorm statistics.
     std::vector<at::Tensor> buffers = net->buffers();
     if (!buffers.empty() && pg.size() > 1) pg.broadcast(buffers, 0)->wait();
-    if (!split.val.empty()) fill_validation_metrics(predict_all(net, val_loader, split.val, pg, session.device, session.amp), &m);
+    if (!split.val.empty()) {
+      fill_validation_metrics(predict_all(net, val_loader, split.val, pg, session.device, session.amp), &m);
+    }
     m.bad_images = missing + train_loader.bad_images() + val_loader.bad_images();
+    m.epoch_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
-    progress.next_epoch();
+    if (!step_limit_hit) progress.next_epoch();
     checkpointer.save(*net, &optimizer, progress, metadata);
-    reporter.end_epoch(m);
+    m.global_step = progress.global_step;
+    reporter.epoch_end(m);
     last = m;
   }
 
-  if (rank0 && !o.save_model.empty()) {
-    ddp::models::write_state_dict(ddp::models::state_dict_of(*net), o.save_model);
-    DDP_LOG(INFO) << "weights written to " << o.save_model;
-  }
   if (rank0) {
-    reporter.write_json("{\"event\":\"done\",\"epochs\":" + std::to_string(o.epochs) +
-                        ",\"auc\":" + (last.auc ? json_number(*last.auc) : "null") +
-                        ",\"loss\":" + json_number(last.loss) + "}");
+    const std::string path = o.model_dir + "/model.pt";
+    ddp::models::write_state_dict(ddp::models::state_dict_of(*net), path);
+    DDP_LOG(INFO) << "weights written to " << path;
+    reporter.metrics_record("{\"type\":\"summary\",\"epochs\":" + std::to_string(progress.epoch) +
+                            ",\"steps\":" + std::to_string(progress.global_step) +
+                            ",\"auc\":" + (last.auc ? json_number(*last.auc) : "null") +
+                            ",\"loss\":" + json_number(last.loss) + ",\"model\":" + json_string(path) + "}");
   }
   pg.barrier()->wait();
   return 0;
