@@ -89,7 +89,9 @@ def make_bin_dir(build_dir, work, standin):
     os.makedirs(d, exist_ok=True)
     found = []
     for name, rel in BINARIES.items():
-        src = os.path.join(standin, name) if standin else os.path.join(build_dir, rel)
+        src = os.path.join(build_dir, rel)
+        if standin and os.access(os.path.join(standin, name), os.X_OK):
+            src = os.path.join(standin, name)
         if os.access(src, os.X_OK):
             os.symlink(os.path.abspath(src), os.path.join(d, name))
             found.append(name)
