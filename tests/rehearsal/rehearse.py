@@ -401,8 +401,11 @@ def main():
         c = netpods.Cluster(work)
         clusters.append(c)
         return c
+    interrupted = False
     try:
         for n in names:
+            if interrupted:
+                break
             print(f"== scenario {n}")
             t0 = time.time()
             sc = None
@@ -413,6 +416,10 @@ def main():
             except ScenarioFailed as e:
                 results.append((n, "FAIL", time.time() - t0, str(e)))
                 print(f"  FAIL: {e}")
+            except KeyboardInterrupt as e:
+                results.append((n, "FAIL", time.time() - t0, f"interrupted ({e or 'SIGINT'})"))
+                print(f"  interrupted: {e}; tearing down")
+                interrupted = True
             except Exception as e:  # a harness error is a failure of the scenario, with its trace
                 import traceback
                 traceback.print_exc()
