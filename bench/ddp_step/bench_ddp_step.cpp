@@ -2,16 +2,22 @@
 // step without communication, with our DDP's overlap turned off, and with PyTorch's own DDP
 // (Debian's python3-torch), on the CIFAR CNN and a ResNet-18.
 //
-//   bench_ddp_step [--models=cnn,resnet18] [--nproc=2] [--rounds=3] [--steps=10] [--warmup=3]
-//                  [--batch-cnn=64] [--batch-resnet=16] [--threads=1] [--python=1]
+//   bench_ddp_step [--models=cnn,resnet18] [--nproc=2] [--rounds=3] [--passes=3] [--steps=5]
+//                  [--warmup=2] [--batch-cnn=64] [--batch-resnet=16] [--threads=1] [--python=1]
 //
 // The driver (this process) starts --nproc ranks of itself and, in turn, --nproc ranks of
 // pytorch_ddp_step.py, once per round (so both sides see the same machine load); every rank uses
-// --threads intra-op threads and 1 inter-op thread. Reported numbers are medians over rounds of
-// rank 0's mean step time (each timed loop ends with a barrier, so it waits for the slowest rank).
-//   exposed communication = DDP step - local step
+// --threads intra-op threads and 1 inter-op thread. Inside a rank every mode is built once, warmed
+// up, then timed for --steps steps in each of --passes passes over all modes (so load drift touches
+// every mode alike). A timed loop starts and ends with a barrier, so it waits for the slowest rank.
+// Reported: the median over rounds of the median over passes of rank 0's mean step time.
 //   allreduce alone        = the gradients' allreduce (25 MiB buckets) with nothing else running
+//   exposed communication  = per step, what the rank that finished backward last waited for
+//                            communication at the end of backward (DDP's own stats), averaged
 //   hidden share           = 1 - exposed / allreduce alone
+// Step-time differences against "local + barrier per step" are shown too: they also carry the CPU
+// time communication takes from compute (loopback Gloo is CPU work, and 2 ranks x 1 thread already
+// fill 2 cores).
 #include <ddp/distributed_data_parallel.h>
 #include <ddp/init.h>
 
@@ -24,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -42,7 +49,7 @@ using Clock = std::chrono::steady_clock;
 // ---- flags ------------------------------------------------------------------------------------------
 struct Flags {
   std::vector<std::string> models = {"cnn", "resnet18"};
-  int nproc = 2, rounds = 3, steps = 10, warmup = 3, threads = 1;
+  int nproc = 2, rounds = 3, passes = 3, steps = 5, warmup = 2, threads = 1;
   int batch_cnn = 64, batch_resnet = 16;
   bool python = true;
   std::string role = "driver";
@@ -70,6 +77,7 @@ Flags parse(int argc, char** argv) {
       if (k == "models") f.models = split(v, ',');
       else if (k == "nproc") f.nproc = std::stoi(v);
       else if (k == "rounds") f.rounds = std::stoi(v);
+      else if (k == "passes") f.passes = std::stoi(v);
       else if (k == "steps") f.steps = std::stoi(v);
       else if (k == "warmup") f.warmup = std::stoi(v);
       else if (k == "threads") f.threads = std::stoi(v);
@@ -91,21 +99,19 @@ Flags parse(int argc, char** argv) {
   return f;
 }
 
-// ---- one rank -----------------------------------------------------------------------------------------
-struct Timing {
-  double step_ms;
-  double wait_ms;  ///< our DDP: time the end-of-backward callback waited, per step
-};
-
-template <typename Step>
-double time_steps(ddp::ProcessGroup& pg, int warmup, int steps, Step step) {
-  for (int i = 0; i < warmup; ++i) step();
-  pg.barrier()->wait();
-  const auto t0 = Clock::now();
-  for (int i = 0; i < steps; ++i) step();
-  pg.barrier()->wait();
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / steps;
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
+
+// ---- one rank -----------------------------------------------------------------------------------------
+/// One way of running a training step, with everything it needs kept alive between passes.
+struct Mode {
+  std::string name;
+  std::function<void()> step;
+  std::function<double()> last_wait_seconds;  ///< our DDP: this step's wait at the end of backward
+};
 
 template <typename Net>
 void bench_model(const std::string& name, int64_t batch, const Flags& f,
@@ -113,20 +119,18 @@ void bench_model(const std::string& name, int64_t batch, const Flags& f,
   torch::manual_seed(0);
   auto x = torch::randn({batch, 3, 32, 32});
   auto y = torch::randint(0, 10, {batch});
-  auto sgd = [](torch::nn::Module& m) {
-    return torch::optim::SGD(m.parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-  };
-  std::map<std::string, Timing> t;
+  auto sgd_options = torch::optim::SGDOptions(0.01).momentum(0.9);
+  std::vector<Mode> modes;
 
-  {  // local: no communication at all
+  for (bool sync : {false, true}) {  // local: no communication; local_sync: plus a barrier per step
     Net net;
-    auto opt = sgd(*net);
-    t["local"] = {time_steps(*pg, f.warmup, f.steps, [&] {
-                    opt.zero_grad();
-                    torch::nn::functional::cross_entropy(net->forward(x), y).backward();
-                    opt.step();
-                  }),
-                  0};
+    auto opt = std::make_shared<torch::optim::SGD>(net->parameters(), sgd_options);
+    modes.push_back({sync ? "local_sync" : "local", [net, opt, x, y, pg, sync]() mutable {
+                       opt->zero_grad();
+                       torch::nn::functional::cross_entropy(net->forward(x), y).backward();
+                       opt->step();
+                       if (sync) pg->barrier()->wait();
+                     }, nullptr});
   }
   const std::pair<const char*, ddp::DistributedDataParallelOptions> variants[] = {
       {"ddp", ddp::DistributedDataParallelOptions()},
@@ -135,47 +139,66 @@ void bench_model(const std::string& name, int64_t batch, const Flags& f,
   };
   for (const auto& [mode, options] : variants) {
     Net net;
-    ddp::DistributedDataParallel model(net, pg, options);
-    auto opt = sgd(*net);
-    auto step = [&] {
-      opt.zero_grad();
-      torch::nn::functional::cross_entropy(model(x), y).backward();
-      opt.step();
-    };
-    for (int i = 0; i < f.warmup; ++i) step();  // includes the bucket rebuild
-    const double waited_before = model.stats().total_wait_seconds;
-    const double ms = time_steps(*pg, 0, f.steps, step);
-    const double waited = (model.stats().total_wait_seconds - waited_before) * 1000 / f.steps;
-    t[mode] = {ms, waited};
+    auto model = std::make_shared<ddp::DistributedDataParallel<Net>>(net, pg, options);
+    auto opt = std::make_shared<torch::optim::SGD>(net->parameters(), sgd_options);
+    modes.push_back({mode, [model, opt, x, y] {
+                       opt->zero_grad();
+                       torch::nn::functional::cross_entropy((*model)(x), y).backward();
+                       opt->step();
+                     }, [model] { return model->stats().last_wait_seconds; }});
   }
   {  // the gradients' allreduce alone, in 25 MiB buckets
     Net net;
     int64_t numel = 0;
     for (auto& p : net->parameters()) numel += p.numel();
-    const int64_t bucket = (25ll << 20) / 4;
-    std::vector<at::Tensor> buckets;
-    for (int64_t at = 0; at < numel; at += bucket) buckets.push_back(torch::ones({std::min(bucket, numel - at)}));
-    t["allreduce"] = {time_steps(*pg, f.warmup, f.steps,
-                                 [&] {
-                                   std::vector<ddp::WorkPtr> works;
-                                   for (auto& b : buckets) {
-                                     std::vector<at::Tensor> one = {b};
-                                     works.push_back(pg->allreduce(one));
-                                   }
-                                   for (auto& w : works) w->wait();
-                                 }),
-                      0};
+    const int64_t cap = (25ll << 20) / 4;
+    auto buckets = std::make_shared<std::vector<at::Tensor>>();
+    for (int64_t at = 0; at < numel; at += cap) buckets->push_back(torch::ones({std::min(cap, numel - at)}));
+    modes.push_back({"allreduce", [pg, buckets] {
+                       std::vector<ddp::WorkPtr> works;
+                       for (auto& b : *buckets) {
+                         std::vector<at::Tensor> one = {b};
+                         works.push_back(pg->allreduce(one));
+                       }
+                       for (auto& w : works) w->wait();
+                     }, nullptr});
+  }
+
+  // Passes over all modes, so drift in machine load touches every mode alike; median per mode.
+  std::map<std::string, std::vector<double>> step_ms, waits;
+  for (auto& m : modes)
+    for (int i = 0; i < f.warmup; ++i) m.step();  // includes DDP's bucket rebuild
+  for (int pass = 0; pass < f.passes; ++pass) {
+    for (auto& m : modes) {
+      pg->barrier()->wait();
+      const auto t0 = Clock::now();
+      for (int i = 0; i < f.steps; ++i) {
+        m.step();
+        if (m.last_wait_seconds) waits[m.name].push_back(m.last_wait_seconds() * 1000);
+      }
+      pg->barrier()->wait();
+      step_ms[m.name].push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / f.steps);
+    }
+  }
+  // Exposed communication per step: what the rank that finished backward last waited. Faster
+  // ranks also wait for that straggler, which is load imbalance, not communication.
+  std::map<std::string, double> exposed_ms;
+  for (auto& [mode, mine] : waits) {
+    at::Tensor t = torch::tensor(mine, torch::kDouble);
+    std::vector<at::Tensor> all;
+    for (int r = 0; r < pg->size(); ++r) all.push_back(torch::zeros_like(t));
+    pg->allgather(all, t)->wait();
+    exposed_ms[mode] = torch::stack(all).amin(0).mean().item<double>();
   }
   if (pg->rank() == 0) {
     int64_t bytes = 0;
     Net probe;
     for (auto& p : probe->parameters()) bytes += p.numel() * 4;
     std::cout << "GRADIENTS model=" << name << " mb=" << bytes / 1e6 << std::endl;
+    for (auto& m : modes)
+      std::cout << "RESULT model=" << name << " impl=ours mode=" << m.name << " step_ms=" << median(step_ms[m.name])
+                << " wait_ms=" << (exposed_ms.count(m.name) ? exposed_ms[m.name] : 0.0) << std::endl;
   }
-  if (pg->rank() == 0)
-    for (const auto& [mode, timing] : t)
-      std::cout << "RESULT model=" << name << " impl=ours mode=" << mode << " step_ms=" << timing.step_ms
-                << " wait_ms=" << timing.wait_ms << std::endl;
 }
 
 int run_rank(const Flags& f) {
@@ -276,17 +299,12 @@ void collect(const std::string& output, Results& step, Results& wait) {
   }
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 int run_driver(const Flags& f, int argc, char** argv) {
   std::string models;
   for (const auto& m : f.models) models += (models.empty() ? "" : ",") + m;
   const std::vector<std::string> common = {
       "--models=" + models, "--steps=" + std::to_string(f.steps), "--warmup=" + std::to_string(f.warmup),
+      "--passes=" + std::to_string(f.passes),
       "--threads=" + std::to_string(f.threads), "--batch-cnn=" + std::to_string(f.batch_cnn),
       "--batch-resnet=" + std::to_string(f.batch_resnet)};
   std::vector<std::string> ours = {self_exe(), "--role=rank"};
@@ -309,35 +327,40 @@ int run_driver(const Flags& f, int argc, char** argv) {
   }
 
   std::cout << std::fixed << std::setprecision(1);
-  std::cout << "\nStep time (ms, median over rounds of the mean step; 2 ranks)\n\n"
-               "| model | local (no comm) | our DDP | our DDP, grads as bucket views | our DDP, no overlap | "
-               "PyTorch local | PyTorch DDP | our DDP / PyTorch DDP |\n|---|---|---|---|---|---|---|---|\n";
+  std::cout << "\nStep time (ms; median over rounds of the median over passes of the mean step)\n\n"
+               "| model | local | local + barrier per step | our DDP | our DDP, grads as bucket views | "
+               "our DDP, no overlap | PyTorch local | PyTorch local + barrier | PyTorch DDP | "
+               "our DDP / PyTorch DDP |\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& m : f.models) {
     auto& s = step[m];
     const double py_ddp = median(s["pytorch/ddp"]);
-    std::cout << "| " << m << " | " << median(s["ours/local"]) << " | " << median(s["ours/ddp"]) << " | "
-              << median(s["ours/ddp_view"]) << " | " << median(s["ours/ddp_no_overlap"]) << " | ";
+    std::cout << "| " << m << " | " << median(s["ours/local"]) << " | " << median(s["ours/local_sync"]) << " | "
+              << median(s["ours/ddp"]) << " | " << median(s["ours/ddp_view"]) << " | "
+              << median(s["ours/ddp_no_overlap"]) << " | ";
     if (f.python)
-      std::cout << median(s["pytorch/local"]) << " | " << py_ddp << " | " << std::setprecision(2)
-                << median(s["ours/ddp"]) / py_ddp << std::setprecision(1) << " |\n";
+      std::cout << median(s["pytorch/local"]) << " | " << median(s["pytorch/local_sync"]) << " | " << py_ddp
+                << " | " << std::setprecision(2) << median(s["ours/ddp"]) / py_ddp << std::setprecision(1) << " |\n";
     else
-      std::cout << "- | - | - |\n";
+      std::cout << "- | - | - | - |\n";
   }
-  std::cout << "\nCommunication (ms; hidden = 1 - exposed / allreduce alone)\n\n"
-               "| model | gradients | allreduce alone | exposed: DDP - local step | hidden (step times) | "
-               "exposed: wait at end of backward | hidden (wait) |\n|---|---|---|---|---|---|---|\n";
+  std::cout << "\nOur DDP's communication (ms; hidden = 1 - exposed / allreduce alone)\n\n"
+               "| model | gradients | allreduce alone | exposed: wait after backward (last rank) | "
+               "hidden behind backward | DDP step - local+barrier step | no-overlap step - local+barrier step | "
+               "PyTorch: allreduce alone | PyTorch: DDP step - local+barrier step |"
+               "\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& m : f.models) {
     auto& s = step[m];
-    const double local = median(s["ours/local"]), ddp = median(s["ours/ddp"]), ar = median(s["ours/allreduce"]),
-                 wait_ms = median(wait[m]["ours/ddp"]);
-    auto hidden = [&](double exposed) {
-      return ar > 0 ? std::max(0.0, std::min(1.0, 1.0 - exposed / ar)) * 100 : 0.0;
-    };
-    const double exposed = std::max(0.0, ddp - local);
+    const double base = median(s["ours/local_sync"]), ar = median(s["ours/allreduce"]),
+                 exposed = median(wait[m]["ours/ddp"]);
+    const double hidden = ar > 0 ? std::max(0.0, std::min(1.0, 1.0 - exposed / ar)) * 100 : 0.0;
     std::cout << "| " << m << " | " << std::setprecision(2) << grad_mb[m] << " MB | " << std::setprecision(1) << ar
-              << " | " << exposed << " | " << std::setprecision(0) << hidden(exposed) << "% | " << std::setprecision(1)
-              << wait_ms << " | " << std::setprecision(0) << hidden(wait_ms) << "% |\n"
-              << std::setprecision(1);
+              << " | " << exposed << " | " << std::setprecision(0) << hidden << "% | " << std::setprecision(1)
+              << median(s["ours/ddp"]) - base << " | " << median(s["ours/ddp_no_overlap"]) - base << " | ";
+    if (f.python)
+      std::cout << median(s["pytorch/allreduce"]) << " | "
+                << median(s["pytorch/ddp"]) - median(s["pytorch/local_sync"]) << " |\n";
+    else
+      std::cout << "- | - |\n";
   }
   (void)argc;
   (void)argv;

@@ -4,7 +4,7 @@ WORLD_SIZE, MASTER_ADDR, MASTER_PORT set); rank 0 prints "RESULT model=... impl=
 step_ms=..." lines.
 """
 import argparse
-import os
+import statistics
 import time
 
 import torch
@@ -55,28 +55,51 @@ def bench(name, make, batch, args):
     torch.manual_seed(0)
     x = torch.randn(batch, 3, 32, 32)
     y = torch.randint(0, 10, (batch,))
-    results = {}
-    for mode in ("local", "ddp"):
+    steps = {}
+    for mode in ("local", "local_sync", "ddp"):
         net = make()
-        model = net if mode == "local" else torch.nn.parallel.DistributedDataParallel(net)
+        model = torch.nn.parallel.DistributedDataParallel(net) if mode == "ddp" else net
         opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
 
-        def step():
+        def step(model=model, opt=opt, sync=(mode == "local_sync")):
             opt.zero_grad()
             F.cross_entropy(model(x), y).backward()
             opt.step()
+            if sync:
+                dist.barrier()
 
-        results[mode] = time_steps(args.warmup, args.steps, step)
+        steps[mode] = step
+    # The gradients' allreduce alone, in 25 MiB buckets (as bench_ddp_step's "allreduce" mode).
+    numel = sum(p.numel() for p in make().parameters())
+    cap = (25 << 20) // 4
+    buckets = [torch.ones(min(cap, numel - at)) for at in range(0, numel, cap)]
+
+    def allreduce():
+        works = [dist.all_reduce(b, async_op=True) for b in buckets]
+        for w in works:
+            w.wait()
+
+    steps["allreduce"] = allreduce
+    # As bench_ddp_step: warm every mode up, then passes over all modes; median per mode.
+    for step in steps.values():
+        for _ in range(args.warmup):
+            step()
+    times = {mode: [] for mode in steps}
+    for _ in range(args.passes):
+        for mode, step in steps.items():
+            times[mode].append(time_steps(0, args.steps, step))
     if dist.get_rank() == 0:
-        for mode, ms in results.items():
-            print("RESULT model=%s impl=pytorch mode=%s step_ms=%.3f" % (name, mode, ms), flush=True)
+        for mode, ms in times.items():
+            print("RESULT model=%s impl=pytorch mode=%s step_ms=%.3f" % (name, mode, statistics.median(ms)),
+                  flush=True)
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--models", default="cnn,resnet18")
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--passes", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--batch-cnn", type=int, default=64)
     p.add_argument("--batch-resnet", type=int, default=16)
