@@ -17,7 +17,7 @@
 //   hidden share           = 1 - exposed / allreduce alone
 // Step-time differences against "local + barrier per step" are shown too: they also carry the CPU
 // time communication takes from compute (loopback Gloo is CPU work, and 2 ranks x 1 thread already
-// fill 2 cores).
+// fill 2 cores). DDP_BENCH_VERBOSE=1 prints every pass of rank 0.
 #include <ddp/distributed_data_parallel.h>
 #include <ddp/init.h>
 
@@ -178,6 +178,8 @@ void bench_model(const std::string& name, int64_t batch, const Flags& f,
       }
       pg->barrier()->wait();
       step_ms[m.name].push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / f.steps);
+      if (pg->rank() == 0 && std::getenv("DDP_BENCH_VERBOSE"))
+        std::cerr << name << " pass " << pass << " " << m.name << ": " << step_ms[m.name].back() << " ms\n";
     }
   }
   // Exposed communication per step: what the rank that finished backward last waited. Faster
