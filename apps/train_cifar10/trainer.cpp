@@ -22,6 +22,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <sstream>
 #include <thread>
 
@@ -43,6 +44,19 @@ int available_cores() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// --threads when given, else OMP_NUM_THREADS when set (as PyTorch honours it), else the cores this
+// process may run on shared by the ranks on this node.
+int intra_op_threads(int flag, int local_world_size) {
+  if (flag > 0) return flag;
+  if (const char* omp = std::getenv("OMP_NUM_THREADS")) {
+    char* end = nullptr;
+    long v = std::strtol(omp, &end, 10);
+    if (*omp && *end == '\0' && v > 0 && v <= 1024) return static_cast<int>(v);
+    throw ddp::ConfigError("OMP_NUM_THREADS='" + std::string(omp) + "' is not a thread count in 1..1024");
+  }
+  return std::max(1, available_cores() / std::max(1, local_world_size));
 }
 
 struct DeviceChoice {
@@ -158,7 +172,7 @@ class Trainer {
     if (pg_->rank() == 0) {
       const std::string path = o_.model_dir + "/model.pt";
       save_state_dict(*model_.module(), path);
-      DDP_LOG(INFO) << "saved the model (" << model_.module()->parameters().size() << " parameters) to " << path;
+      DDP_LOG(INFO) << "saved the model (" << model_.module()->parameters().size() << " parameter tensors) to " << path;
     }
     pg_->barrier()->wait();  // every rank ends after the model is on disk
 
@@ -234,7 +248,7 @@ int run_training(const TrainOptions& o) {
   auto pg = ddp::init_process_group(init);
   const ddp::WorldInfo& world = ddp::world();
 
-  const int threads = o.threads > 0 ? o.threads : std::max(1, available_cores() / std::max(1, world.local_world_size));
+  const int threads = intra_op_threads(o.threads, world.local_world_size);
   at::set_num_threads(threads);
   if (pg->rank() == 0) {
     DDP_LOG(INFO) << "train_cifar10: " << world.describe() << ", backend " << pg->backend_name() << ", device "

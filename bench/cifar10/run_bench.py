@@ -75,6 +75,7 @@ def main():
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=0, help="intra-op threads per rank (0: cores / world)")
     ap.add_argument("--quirks", action="store_true", help="also run the baseline with --seed-quirks")
     ap.add_argument("--out", default="", help="write the results as JSON here")
     args = ap.parse_args()
@@ -88,7 +89,9 @@ def main():
         if not data:
             data = os.path.join(work, "data")
             subprocess.run([make, "--out", data, "--layout", "py", "--train", "50000", "--test", "10000", "--seed", "0"], check=True)
-        common = ["--data-dir", data, "--epochs", str(args.epochs), "--batch-size", str(args.batch_size)]
+        # Both get the same intra-op threads: the cores shared by the ranks (what a pod per rank would have).
+        threads = str(args.threads or max(1, (os.cpu_count() or 1) // args.world))
+        common = ["--data-dir", data, "--epochs", str(args.epochs), "--batch-size", str(args.batch_size), "--threads", threads]
         configs = {
             "train_cifar10": lambda i: (
                 [train, *common, "--model-dir", os.path.join(work, f"ours{i}"), "--metrics-file", os.path.join(work, f"ours{i}.jsonl"),

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "cifar_test_util.h"
@@ -146,6 +147,7 @@ TEST(TrainCifar10, OneProcessBatch64EqualsTwoRanksBatch32) {
     worst = std::max(worst, (a - b).abs().max().item<double>());
   }
   EXPECT_LE(worst, 1e-5);
+  std::cout << "largest |difference| between the two runs' weights: " << worst << std::endl;
   // ... and training moved the weights at all (a run that did nothing would pass the above).
   TempDir init("cifar-equiv0");
   auto zero_args = common;
