@@ -46,9 +46,15 @@ int available_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 // --threads when given, else OMP_NUM_THREADS when set (as PyTorch honours it), else the cores this
-// process may run on shared by the ranks on this node.
-int intra_op_threads(int flag, int local_world_size) {
+// process may run on shared by the ranks on this node. Without a launcher (PyTorchJob-style
+// RANK/WORLD_SIZE) the ranks on this node are unknown, except that with a loopback MASTER_ADDR they
+// all are. Oversubscribed OpenMP threads are very slow (they spin waiting for each other).
+int intra_op_threads(int flag, const ddp::WorldInfo& world) {
   if (flag > 0) return flag;
   if (const char* omp = std::getenv("OMP_NUM_THREADS")) {
     char* end = nullptr;
@@ -56,7 +62,9 @@ int intra_op_threads(int flag, int local_world_size) {
     if (*omp && *end == '\0' && v > 0 && v <= 1024) return static_cast<int>(v);
     throw ddp::ConfigError("OMP_NUM_THREADS='" + std::string(omp) + "' is not a thread count in 1..1024");
   }
-  return std::max(1, available_cores() / std::max(1, local_world_size));
+  int ranks_here = std::max(1, world.local_world_size);
+  if (ranks_here == 1 && world.world_size > 1 && is_loopback(world.master_addr)) ranks_here = world.world_size;
+  return std::max(1, available_cores() / ranks_here);
 }
 
 struct DeviceChoice {
@@ -248,7 +256,7 @@ int run_training(const TrainOptions& o) {
   auto pg = ddp::init_process_group(init);
   const ddp::WorldInfo& world = ddp::world();
 
-  const int threads = intra_op_threads(o.threads, world.local_world_size);
+  const int threads = intra_op_threads(o.threads, world);
   at::set_num_threads(threads);
   if (pg->rank() == 0) {
     DDP_LOG(INFO) << "train_cifar10: " << world.describe() << ", backend " << pg->backend_name() << ", device "
