@@ -192,10 +192,11 @@ class Trainer {
             << ",\"images_per_sec\":" << json_number(trained_images / std::max(1e-9, total_seconds))
             << ",\"accuracy\":" << json_number(last.accuracy()) << ",\"loss\":" << json_number(last.mean_loss()) << "}";
     log_.metrics_record(summary.str());
-    if (pg_->rank() == 0)
+    if (pg_->rank() == 0) {
       DDP_LOG(INFO) << "done: " << progress_.global_step << " steps, " << trained_images << " images in " << total_seconds
                     << " s (" << static_cast<int64_t>(trained_images / std::max(1e-9, total_seconds))
                     << " images/s end to end), test accuracy " << last.accuracy();
+    }
     return 0;
   }
 
@@ -265,8 +266,9 @@ int run_training(const TrainOptions& o) {
   }
 
   ddp::data::Cifar10Data data = ddp::data::load_cifar10(o.data_dir);
-  if (pg->rank() == 0)
+  if (pg->rank() == 0) {
     DDP_LOG(INFO) << "data ready in " << seconds_since(start) << " s; model will be saved to " << o.model_dir << "/model.pt";
+  }
 
   torch::manual_seed(static_cast<uint64_t>(o.seed));  // same initial weights everywhere (DDP broadcasts rank 0's anyway)
   if (o.model == "net") {
