@@ -21,8 +21,10 @@ struct GlooOptions {
   std::string hostname;
 };
 
-/// Connects the full mesh through `store` (keys under a "gloo/" prefix) and returns the group.
-/// Throws StoreError/TimeoutError when peers do not show up in time.
+/// Connects the full mesh through `store` (keys under "gloo/<n>/", n counting this process's gloo
+/// groups) and returns the group, which keeps `store` alive (rank 0 may host its server).
+/// Throws StoreError/TimeoutError when peers do not show up in time, ConfigError on bad arguments
+/// or an unusable network interface.
 std::shared_ptr<ProcessGroup> make_gloo_process_group(std::shared_ptr<Store> store, int rank, int size,
                                                       GlooOptions options = {});
 

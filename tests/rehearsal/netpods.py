@@ -160,6 +160,7 @@ class Cluster:
         self.records = {}
         self.pods = []
         self.lock = threading.RLock()  # a data-prep Job may be played in a thread beside the job
+        self.closed = False
         self.counter = 0
         self.state = {"netns": [], "links": []}
         self.state_path = os.path.join(STATE_DIR, f"{os.getpid()}.json")
@@ -189,6 +190,8 @@ class Cluster:
 
     def create_pod(self, name, hostname=None, aliases=None):
         with self.lock:
+            if self.closed:
+                raise NetError(f"cluster torn down: not creating pod {name}")
             return self._create_pod(name, hostname, aliases)
 
     def _create_pod(self, name, hostname, aliases):
@@ -257,6 +260,8 @@ class Cluster:
                 self.pods.remove(pod)
 
     def teardown(self):
+        with self.lock:
+            self.closed = True
         for pod in list(self.pods):
             self.delete_pod(pod)
         _remove(self.state)

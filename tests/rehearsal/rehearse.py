@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -89,7 +90,9 @@ def make_bin_dir(build_dir, work, standin):
     os.makedirs(d, exist_ok=True)
     found = []
     for name, rel in BINARIES.items():
-        src = os.path.join(standin, name) if standin else os.path.join(build_dir, rel)
+        src = os.path.join(build_dir, rel)
+        if standin and os.access(os.path.join(standin, name), os.X_OK):
+            src = os.path.join(standin, name)
         if os.access(src, os.X_OK):
             os.symlink(os.path.abspath(src), os.path.join(d, name))
             found.append(name)
@@ -189,6 +192,31 @@ def model_digest(model_dir):
     return out
 
 
+def same_weights(dir_a, dir_b):
+    """(True/False, how): byte-identical model files, or else every tensor exactly equal when loaded
+    with Python's torch (the trainer writes torch.save-format dicts; a container timestamp must not
+    count as a different model)."""
+    a, b = model_digest(dir_a), model_digest(dir_b)
+    if a and a == b:
+        return True, "byte-identical files"
+    if sorted(a) != sorted(b):
+        return False, f"different files: {sorted(a)} vs {sorted(b)}"
+    code = (
+        "import sys, torch\n"
+        "ok = True\n"
+        "for f in sys.argv[3:]:\n"
+        "    x = torch.load(sys.argv[1] + '/' + f, map_location='cpu')\n"
+        "    y = torch.load(sys.argv[2] + '/' + f, map_location='cpu')\n"
+        "    if sorted(x) != sorted(y) or any(not torch.equal(x[k], y[k]) for k in x):\n"
+        "        bad = [k for k in x if k in y and not torch.equal(x[k], y[k])]\n"
+        "        print(f + ': tensors differ: ' + ', '.join(bad[:5])); ok = False\n"
+        "sys.exit(0 if ok else 1)\n")
+    r = subprocess.run(["/usr/bin/python3", "-c", code, dir_a, dir_b] + sorted(a), capture_output=True, text=True)
+    if r.returncode == 0:
+        return True, "files differ in bytes but every tensor is exactly equal (torch.load)"
+    return False, (r.stdout + r.stderr).strip()[-500:]
+
+
 def checkpoint_steps(ckpt_dir):
     steps = []
     if os.path.isdir(ckpt_dir):
@@ -234,7 +262,7 @@ def scenario_dns_race(sc, state):
     expect(lead >= 9.5, f"the master's pod and record came {lead:.1f} s after the workers' pods")
     digest = model_digest(os.path.join(sc.pvc, "models", name))
     expect(bool(digest), f"the master wrote the model: {sorted(digest)}")
-    state["reference"] = digest
+    state["reference"] = os.path.join(sc.pvc, "models", name)
     state["reference_steps"] = checkpoint_steps(os.path.join(sc.pvc, "checkpoints", name))
 
 
@@ -266,11 +294,11 @@ def scenario_kill_worker(sc, state):
     expect((worker, 137) in failures, f"{worker} reported exit code 137 (SIGKILL)")
     resumed = [p for p in (r[0] for r in res.exits) if "resum" in sc.log_text(p).lower()]
     print(f"  note: pods whose logs mention resuming: {sorted(set(resumed))}")
-    digest = model_digest(os.path.join(sc.pvc, "models", name))
     ref = state.get("reference")
     if ref is None:
         raise ScenarioFailed("no reference model: run dns-race first")
-    expect(digest == ref, f"final model identical to the undisturbed run's ({digest} vs {ref})")
+    same, how = same_weights(ref, os.path.join(sc.pvc, "models", name))
+    expect(same, f"final weights identical to the undisturbed run's ({how})")
 
 
 def scenario_bad_arg(sc, state):
@@ -373,8 +401,11 @@ def main():
         c = netpods.Cluster(work)
         clusters.append(c)
         return c
+    interrupted = False
     try:
         for n in names:
+            if interrupted:
+                break
             print(f"== scenario {n}")
             t0 = time.time()
             sc = None
@@ -385,6 +416,10 @@ def main():
             except ScenarioFailed as e:
                 results.append((n, "FAIL", time.time() - t0, str(e)))
                 print(f"  FAIL: {e}")
+            except KeyboardInterrupt as e:
+                results.append((n, "FAIL", time.time() - t0, f"interrupted ({e or 'SIGINT'})"))
+                print(f"  interrupted: {e}; tearing down")
+                interrupted = True
             except Exception as e:  # a harness error is a failure of the scenario, with its trace
                 import traceback
                 traceback.print_exc()

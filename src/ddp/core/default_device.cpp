@@ -1,0 +1,42 @@
+// default_device(): which device this rank trains on, and why it is the CPU when it is.
+#include <ddp/errors.h>
+#include <ddp/init.h>
+
+#include <ATen/Context.h>
+#include <torch/cuda.h>
+
+#include <cstdlib>
+
+#include "ddp/core/init_state.h"
+
+namespace ddp {
+namespace {
+
+int visible_cuda_devices() { return static_cast<int>(torch::cuda::device_count()); }
+
+}  // namespace
+
+std::string cpu_fallback_reason() {
+  if (!at::hasCUDA()) return "LibTorch built without CUDA";
+  if (visible_cuda_devices() == 0) {
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    return std::string("no CUDA device visible") +
+           (visible ? " (CUDA_VISIBLE_DEVICES='" + std::string(visible) + "')" : std::string());
+  }
+  return "";
+}
+
+c10::Device default_device() {
+  int count = visible_cuda_devices();
+  if (count == 0) return c10::Device(c10::kCPU);
+  int local_rank = detail::local_rank_for_device();
+  // One visible device per process (a launcher set CUDA_VISIBLE_DEVICES per rank): it is ours.
+  if (count == 1) return c10::Device(c10::kCUDA, 0);
+  if (local_rank >= count)
+    throw ConfigError("LOCAL_RANK=" + std::to_string(local_rank) + " but only " + std::to_string(count) +
+                      " CUDA devices are visible: start at most one process per GPU (--nproc-per-node " +
+                      std::to_string(count) + ")");
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+}
+
+}  // namespace ddp

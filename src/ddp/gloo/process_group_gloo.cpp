@@ -1,0 +1,439 @@
+// The Gloo process group: validates tensors on the caller's thread, then runs each operation on
+// one worker thread in issue order (tag = the operation's sequence number). The first failure
+// closes every connection (so peers fail fast instead of waiting out their timeouts) and marks the
+// group unusable.
+#include <ddp/errors.h>
+#include <ddp/logging.h>
+#include <ddp/process_group_gloo.h>
+
+#include <c10/core/GradMode.h>
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/address.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+#include "ddp/gloo/failure.h"
+#include "ddp/gloo/reduce_functions.h"
+#include "ddp/gloo/ring_reduce_scatter.h"
+#include "ddp/gloo/staging.h"
+#include "ddp/gloo/store_adapter.h"
+#include "ddp/gloo/tcp_device.h"
+#include "ddp/gloo/work.h"
+
+namespace ddp {
+namespace gloo_backend {
+namespace {
+
+// A contiguous tensor at least this large is reduced in place instead of being fused with others.
+constexpr size_t kInPlaceMinBytes = 1 << 20;
+
+std::atomic<int> g_group_counter{0};
+
+// ---- validation (caller's thread) ---------------------------------------------------------------
+
+void check_cpu_dense(const at::Tensor& t, const std::string& op, const std::string& which) {
+  if (!t.defined()) throw ConfigError(op + ": " + which + " is an undefined tensor");
+  if (!t.device().is_cpu())
+    throw ConfigError(op + ": " + which + " is on " + t.device().str() +
+                      ", but the gloo process group handles CPU tensors only; use the nccl backend "
+                      "(init_process_group with backend \"nccl\" or \"auto\") for CUDA tensors, or move "
+                      "the tensor to the CPU");
+  if (t.layout() != c10::kStrided)
+    throw ConfigError(op + ": " + which + " is not a dense (strided) tensor; sparse tensors are not supported");
+}
+
+void check_same_kind(const at::Tensor& t, const at::Tensor& ref, const std::string& op, const std::string& which,
+                     const std::string& ref_name) {
+  if (t.scalar_type() != ref.scalar_type() || t.numel() != ref.numel())
+    throw ConfigError(op + ": " + which + " (" + c10::toString(t.scalar_type()) + ", " + std::to_string(t.numel()) +
+                      " elements) must match " + ref_name + " (" + c10::toString(ref.scalar_type()) + ", " +
+                      std::to_string(ref.numel()) + " elements)");
+}
+
+std::string summarize(const std::vector<at::Tensor>& tensors) {
+  int64_t elements = 0;
+  std::vector<c10::ScalarType> dtypes;
+  for (const auto& t : tensors) {
+    elements += t.numel();
+    if (std::find(dtypes.begin(), dtypes.end(), t.scalar_type()) == dtypes.end()) dtypes.push_back(t.scalar_type());
+  }
+  std::ostringstream s;
+  s << tensors.size() << (tensors.size() == 1 ? " tensor, " : " tensors, ") << elements << " elements";
+  for (size_t i = 0; i < dtypes.size(); ++i) s << (i == 0 ? ", " : "+") << c10::toString(dtypes[i]);
+  return s.str();
+}
+
+// Gloo's typed setters only use sizeof(T); pick an integer type of the right width.
+template <typename Fn>
+void with_element_type(size_t element_size, Fn&& fn) {
+  switch (element_size) {
+    case 1: return fn(uint8_t{});
+    case 2: return fn(uint16_t{});
+    case 4: return fn(uint32_t{});
+    case 8: return fn(uint64_t{});
+  }
+  throw Error("gloo process group: unsupported element size " + std::to_string(element_size), kExitInternal);
+}
+
+void divide_for_average(at::Tensor& flat, int size) {
+  if (c10::isIntegralType(flat.scalar_type(), /*includeBool=*/false)) {
+    flat.div_(size, "floor");
+  } else {
+    flat.div_(size);
+  }
+}
+
+std::string readable_address(const ::gloo::transport::tcp::Address& a) {
+  const auto& ss = a.getSockaddr();
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (ss.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    port = ntohs(in->sin_port);
+    return std::string(host) + ":" + std::to_string(port);
+  }
+  if (ss.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+    port = ntohs(in6->sin6_port);
+    return "[" + std::string(host) + "]:" + std::to_string(port);
+  }
+  return a.str();
+}
+
+// ---- the group ----------------------------------------------------------------------------------
+
+class ProcessGroupGloo final : public ProcessGroup {
+ public:
+  ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int size, const GlooOptions& options);
+  ~ProcessGroupGloo() override;
+
+  std::string backend_name() const override { return "gloo"; }
+  WorkPtr allreduce(std::vector<at::Tensor>& tensors, const AllreduceOptions& opts) override;
+  WorkPtr broadcast(std::vector<at::Tensor>& tensors, const BroadcastOptions& opts) override;
+  WorkPtr allgather(std::vector<at::Tensor>& outputs, const at::Tensor& input, const CollectiveOptions& opts) override;
+  WorkPtr reduce_scatter(at::Tensor& output, std::vector<at::Tensor>& inputs, const ReduceScatterOptions& opts) override;
+  WorkPtr barrier(const CollectiveOptions& opts) override;
+
+ private:
+  // What an operation's body sees while it runs on the worker thread.
+  struct OpRun {
+    uint32_t tag;
+    std::chrono::milliseconds timeout;
+    int waiting_on = -1;  // set by our own algorithms so failures can name the peer
+  };
+  using Body = std::function<void(OpRun&)>;
+
+  WorkPtr enqueue(const std::string& kind, const std::string& details, std::chrono::milliseconds timeout, Body body);
+  void run(const std::string& name, OpRun run, Body& body, GlooWork& work);
+  std::chrono::milliseconds effective(std::chrono::milliseconds t) const { return t.count() > 0 ? t : timeout_; }
+  void learn_peer_addresses(GlooStoreAdapter& store);
+
+  // Kept alive with the group: when rank 0 hosts the store server, peers may still be using it.
+  std::shared_ptr<Store> store_;
+  std::shared_ptr<::gloo::Context> context_;
+  PeerDirectory peers_;
+  ScratchArena arena_;  // worker thread only
+  std::mutex mu_;       // guards next_seq_ and failure_
+  uint32_t next_seq_ = 0;
+  std::optional<GroupFailure> failure_;
+  std::unique_ptr<OpQueue> queue_;  // declared last: drained and joined before the context goes
+};
+
+ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int size, const GlooOptions& options)
+    : ProcessGroup(rank, size, options.timeout), store_(store) {
+  if (!store) throw ConfigError("make_gloo_process_group: store is null");
+  if (size < 1 || rank < 0 || rank >= size)
+    throw ConfigError("make_gloo_process_group: rank " + std::to_string(rank) + " is not in [0, " +
+                      std::to_string(size) + ")");
+  if (options.timeout.count() <= 0)
+    throw ConfigError("make_gloo_process_group: timeout must be positive (got " +
+                      std::to_string(options.timeout.count()) + " ms)");
+
+  TcpDeviceChoice choice = choose_tcp_device(options.hostname);
+  auto device = make_tcp_device(choice);
+  const std::string prefix = "gloo/" + std::to_string(g_group_counter.fetch_add(1));
+  GlooStoreAdapter adapter(store, prefix, options.timeout);
+  auto context = std::make_shared<::gloo::rendezvous::Context>(rank, size);
+  context->setTimeout(options.timeout);
+  const std::string what = "gloo rendezvous (rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                           ", store keys under '" + prefix + "/', bound to " + device->str() + " from " +
+                           choice.reason + ")";
+  try {
+    context->connectFullMesh(adapter, device);
+  } catch (const TimeoutError& e) {
+    throw TimeoutError(what + ": " + e.what() + " (a rank did not start, or cannot reach the store)");
+  } catch (const ddp::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    FailureContext ctx{what, rank, size, options.timeout.count(), -1};
+    std::rethrow_exception(translate_failure(std::current_exception(), ctx, peers_));
+  }
+  context_ = context;
+  try {
+    learn_peer_addresses(adapter);
+  } catch (const TimeoutError& e) {
+    throw TimeoutError(what + ": " + e.what() + " (a rank died during the rendezvous)");
+  }
+  queue_ = std::make_unique<OpQueue>();
+  DDP_LOG(INFO) << "gloo process group ready: rank " << rank << " of " << size << ", bound to " << device->str()
+                << " (" << choice.reason << "), timeout " << options.timeout.count() << " ms";
+}
+
+ProcessGroupGloo::~ProcessGroupGloo() {
+  queue_.reset();  // runs what is queued (each op ends within its timeout), then joins
+}
+
+void ProcessGroupGloo::learn_peer_addresses(GlooStoreAdapter& store) {
+  // Gloo names a failed connection by the peer's socket address (its ephemeral port when the peer
+  // dialled us). Each rank publishes the local address of its end of every connection, so every
+  // rank can map the addresses in Gloo's messages back to ranks.
+  std::ostringstream mine;
+  for (int j = 0; j < size_; ++j) {
+    if (j == rank_) continue;
+    const auto& local = context_->getPair(j)->address();
+    auto* tcp = dynamic_cast<const ::gloo::transport::tcp::Address*>(&local);
+    mine << j << '\t' << local.str() << '\t' << (tcp ? readable_address(*tcp) : local.str()) << '\n';
+  }
+  // Also the addresses peers published for the rendezvous (key "<j>": rank j's listening address
+  // for each of its pairs, all ranks but j in rank order).
+  for (int j = 0; j < size_; ++j) {
+    if (j == rank_) continue;
+    std::vector<char> all = store.get(std::to_string(j));
+    size_t each = all.size() / static_cast<size_t>(size_ - 1);
+    size_t index = static_cast<size_t>(rank_ < j ? rank_ : rank_ - 1);
+    ::gloo::transport::tcp::Address listening(std::vector<char>(all.begin() + index * each, all.begin() + (index + 1) * each));
+    peers_.add(j, listening.str(), readable_address(listening));
+    DDP_LOG(DEBUG) << "gloo: rank " << j << " listened for us on " << readable_address(listening) << " (gloo prints "
+                   << listening.str() << ")";
+  }
+  const std::string text = mine.str();
+  store.set("peer_addr/" + std::to_string(rank_), std::vector<char>(text.begin(), text.end()));
+  for (int j = 0; j < size_; ++j) {
+    if (j == rank_) continue;
+    std::vector<char> theirs = store.get("peer_addr/" + std::to_string(j));
+    std::istringstream lines(std::string(theirs.begin(), theirs.end()));
+    std::string line;
+    while (std::getline(lines, line)) {
+      auto t1 = line.find('\t'), t2 = line.rfind('\t');
+      if (t1 == std::string::npos || t2 == t1) continue;
+      if (std::stoi(line.substr(0, t1)) != rank_) continue;
+      peers_.add(j, line.substr(t1 + 1, t2 - t1 - 1), line.substr(t2 + 1));
+      DDP_LOG(DEBUG) << "gloo: rank " << j << " reaches us from " << line.substr(t2 + 1) << " (gloo prints "
+                     << line.substr(t1 + 1, t2 - t1 - 1) << ")";
+    }
+  }
+}
+
+WorkPtr ProcessGroupGloo::enqueue(const std::string& kind, const std::string& details,
+                                  std::chrono::milliseconds timeout, Body body) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint32_t tag = next_seq_++;
+  std::string name = kind + " #" + std::to_string(tag) + " (" + details + ")";
+  std::string described = name + " on rank " + std::to_string(rank_);
+  if (failure_) return GlooWork::failed(described, failure_->later_op_error(name, rank_));
+  auto work = std::make_shared<GlooWork>(described);
+  OpRun op{tag, timeout};
+  // Pushed under the lock so the queue order is the sequence-number order.
+  queue_->push([this, name, op, body = std::move(body), work]() mutable { run(name, op, body, *work); });
+  return work;
+}
+
+void ProcessGroupGloo::run(const std::string& name, OpRun op, Body& body, GlooWork& work) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failure_) {
+      work.finish(failure_->later_op_error(name, rank_));
+      return;
+    }
+  }
+  std::exception_ptr error;
+  try {
+    c10::NoGradGuard no_grad;  // results are copied into tensors that may require grad
+    arena_.reset();
+    body(op);
+  } catch (...) {
+    FailureContext ctx{name, rank_, size_, op.timeout.count(), op.waiting_on};
+    error = translate_failure(std::current_exception(), ctx, peers_);
+  }
+  if (error) {
+    GroupFailure failure = GroupFailure::from(error);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!failure_) failure_ = failure;
+    }
+    DDP_LOG(WARN) << failure.message << "; closing every connection of this gloo process group";
+    try {
+      context_->closeConnections();  // peers blocked on us fail now instead of after their timeout
+    } catch (const std::exception& e) {
+      DDP_LOG(DEBUG) << "gloo: closing connections: " << e.what();
+    }
+  }
+  work.finish(error);
+}
+
+// ---- operations ----------------------------------------------------------------------------------
+
+WorkPtr ProcessGroupGloo::allreduce(std::vector<at::Tensor>& tensors, const AllreduceOptions& opts) {
+  const std::string op = std::string("allreduce (") + to_string(opts.op()) + ")";
+  std::map<c10::ScalarType, ReduceFn> fns;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    check_cpu_dense(tensors[i], op, "tensor " + std::to_string(i));
+    fns[tensors[i].scalar_type()] = reduce_function(tensors[i].scalar_type(), opts.op(), op.c_str());
+  }
+  auto groups = plan_fusion(tensors, kInPlaceMinBytes);
+  const ReduceOp rop = opts.op();
+  return enqueue("allreduce", std::string(to_string(rop)) + ", " + summarize(tensors), effective(opts.timeout()),
+                 [this, groups = std::move(groups), fns = std::move(fns), rop](OpRun& run) {
+                   for (const auto& g : groups) {
+                     Staged staged(g, arena_);
+                     staged.pack();
+                     ::gloo::AllreduceOptions o(context_);
+                     with_element_type(c10::elementSize(g.dtype), [&](auto t) {
+                       using T = decltype(t);
+                       o.setOutput<T>(static_cast<T*>(staged.data()), static_cast<size_t>(staged.numel()));
+                     });
+                     o.setReduceFunction(fns.at(g.dtype));
+                     o.setTag(run.tag);
+                     o.setTimeout(run.timeout);
+                     ::gloo::allreduce(o);
+                     if (rop == ReduceOp::kAvg) divide_for_average(staged.flat(), size_);
+                     staged.unpack();
+                   }
+                 });
+}
+
+WorkPtr ProcessGroupGloo::broadcast(std::vector<at::Tensor>& tensors, const BroadcastOptions& opts) {
+  const int root = opts.root();
+  const std::string op = "broadcast (root " + std::to_string(root) + ")";
+  if (root < 0 || root >= size_)
+    throw ConfigError(op + ": root " + std::to_string(root) + " is not a rank of this group (size " +
+                      std::to_string(size_) + ")");
+  for (size_t i = 0; i < tensors.size(); ++i) check_cpu_dense(tensors[i], op, "tensor " + std::to_string(i));
+  auto groups = plan_fusion(tensors, kInPlaceMinBytes);
+  return enqueue("broadcast", "root " + std::to_string(root) + ", " + summarize(tensors), effective(opts.timeout()),
+                 [this, groups = std::move(groups), root](OpRun& run) {
+                   for (const auto& g : groups) {
+                     Staged staged(g, arena_);
+                     if (rank_ == root) staged.pack();
+                     ::gloo::BroadcastOptions o(context_);
+                     o.setOutput<uint8_t>(static_cast<uint8_t*>(staged.data()), staged.bytes());
+                     o.setRoot(root);
+                     o.setTag(run.tag);
+                     o.setTimeout(run.timeout);
+                     ::gloo::broadcast(o);
+                     if (rank_ != root) staged.unpack();
+                   }
+                 });
+}
+
+WorkPtr ProcessGroupGloo::allgather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
+                                    const CollectiveOptions& opts) {
+  const std::string op = "allgather";
+  check_cpu_dense(input, op, "the input");
+  if (static_cast<int>(outputs.size()) != size_)
+    throw ConfigError(op + ": expected " + std::to_string(size_) + " output tensors (one per rank), got " +
+                      std::to_string(outputs.size()));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    check_cpu_dense(outputs[i], op, "output " + std::to_string(i));
+    check_same_kind(outputs[i], input, op, "output " + std::to_string(i), "the input");
+  }
+  // Outputs that are consecutive slices of one contiguous buffer receive the data directly.
+  bool direct = true;
+  const size_t bytes = input.nbytes();
+  for (size_t i = 0; i < outputs.size() && direct; ++i)
+    direct = outputs[i].is_contiguous() &&
+             static_cast<uint8_t*>(outputs[i].data_ptr()) == static_cast<uint8_t*>(outputs[0].data_ptr()) + i * bytes;
+  return enqueue("allgather", summarize({input}) + " per rank", effective(opts.timeout()),
+                 [this, outputs, input, direct, bytes](OpRun& run) {
+                   if (bytes == 0) return;
+                   at::Tensor gathered = direct ? at::Tensor() : arena_.take(input.scalar_type(), input.numel() * size_);
+                   auto* out = static_cast<uint8_t*>(direct ? outputs[0].data_ptr() : gathered.data_ptr());
+                   uint8_t* mine = out + static_cast<size_t>(rank_) * bytes;
+                   ::gloo::AllgatherOptions o(context_);
+                   if (input.is_contiguous()) {
+                     if (static_cast<uint8_t*>(input.data_ptr()) != mine)
+                       o.setInput<uint8_t>(static_cast<uint8_t*>(input.data_ptr()), bytes);
+                   } else {
+                     // In place: gloo reads our contribution from our slot of the output.
+                     at::Tensor slot = direct ? outputs[rank_].view({-1})
+                                              : gathered.narrow(0, rank_ * input.numel(), input.numel());
+                     copy_into_flat(input, slot);
+                   }
+                   o.setOutput<uint8_t>(out, bytes * size_);
+                   o.setTag(run.tag);
+                   o.setTimeout(run.timeout);
+                   ::gloo::allgather(o);
+                   if (!direct)
+                     for (int i = 0; i < size_; ++i)
+                       copy_from_flat(gathered.narrow(0, i * input.numel(), input.numel()), outputs[i]);
+                 });
+}
+
+WorkPtr ProcessGroupGloo::reduce_scatter(at::Tensor& output, std::vector<at::Tensor>& inputs,
+                                         const ReduceScatterOptions& opts) {
+  const std::string op = std::string("reduce_scatter (") + to_string(opts.op()) + ")";
+  check_cpu_dense(output, op, "the output");
+  ReduceFn fn = reduce_function(output.scalar_type(), opts.op(), op.c_str());
+  if (static_cast<int>(inputs.size()) != size_)
+    throw ConfigError(op + ": expected " + std::to_string(size_) + " input tensors (one per rank), got " +
+                      std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    check_cpu_dense(inputs[i], op, "input " + std::to_string(i));
+    check_same_kind(inputs[i], output, op, "input " + std::to_string(i), "the output");
+  }
+  const ReduceOp rop = opts.op();
+  return enqueue("reduce_scatter", std::string(to_string(rop)) + ", " + summarize({output}) + " per rank",
+                 effective(opts.timeout()), [this, output, inputs, fn, rop](OpRun& run) {
+                   const int64_t n = output.numel();
+                   if (n == 0) return;
+                   at::Tensor flat = arena_.take(output.scalar_type(), n * size_);
+                   for (int i = 0; i < size_; ++i) copy_into_flat(inputs[i], flat.narrow(0, i * n, n));
+                   at::Tensor scratch = arena_.take(output.scalar_type(), n);
+                   RingReduceScatterArgs args;
+                   args.data = flat.data_ptr();
+                   args.chunk_bytes = output.nbytes();
+                   args.element_size = output.element_size();
+                   args.reduce = fn;
+                   args.scratch = scratch.data_ptr();
+                   args.tag = run.tag;
+                   args.timeout = run.timeout;
+                   args.waiting_on = &run.waiting_on;
+                   ring_reduce_scatter(context_, args);
+                   at::Tensor mine = flat.narrow(0, rank_ * n, n);
+                   if (rop == ReduceOp::kAvg) divide_for_average(mine, size_);
+                   copy_from_flat(mine, output);
+                 });
+}
+
+WorkPtr ProcessGroupGloo::barrier(const CollectiveOptions& opts) {
+  return enqueue("barrier", "all ranks", effective(opts.timeout()), [this](OpRun& run) {
+    ::gloo::BarrierOptions o(context_);
+    o.setTag(run.tag);
+    o.setTimeout(run.timeout);
+    ::gloo::barrier(o);
+  });
+}
+
+}  // namespace
+}  // namespace gloo_backend
+
+std::shared_ptr<ProcessGroup> make_gloo_process_group(std::shared_ptr<Store> store, int rank, int size,
+                                                      GlooOptions options) {
+  return std::make_shared<gloo_backend::ProcessGroupGloo>(std::move(store), rank, size, options);
+}
+
+}  // namespace ddp

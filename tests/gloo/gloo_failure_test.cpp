@@ -1,0 +1,144 @@
+// Failures become typed errors within the timeout, never hangs: a peer killed with SIGKILL in the
+// middle of an allreduce, a peer that never joins an operation, and the group staying unusable
+// afterwards. Group timeouts are short so a hang would show up as a TimeoutError instead.
+#include <ddp/errors.h>
+#include <ddp/process_group.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <thread>
+
+#include "gloo_test_util.h"
+
+using namespace ddp::testing;
+
+namespace {
+
+int world() { return env_int("WORLD_SIZE", 1); }
+int rank() { return env_int("RANK", 0); }
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+constexpr int kVictim = 1;
+constexpr auto kShortTimeout = std::chrono::seconds(10);
+
+}  // namespace
+
+// One rank dies (SIGKILL) while a 64 MiB allreduce is in flight. Every other rank gets a PeerError
+// well before the 10 s timeout; a later barrier fails saying the group is unusable, with the cause.
+DDP_TEST_WORKER(peer_killed_mid_allreduce) {
+  auto pg = make_test_group(kShortTimeout);
+  pg->barrier()->wait();
+  std::vector<at::Tensor> t = {at::ones({16 << 20})};
+  if (rank() == kVictim) {
+    auto work = pg->allreduce(t);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    raise(SIGKILL);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::string first;
+  try {
+    pg->allreduce(t)->wait();
+    check(false, "allreduce succeeded although rank 1 was killed");
+  } catch (const ddp::PeerError& e) {
+    first = e.what();
+    double took = seconds_since(t0);
+    std::fprintf(stderr, "rank %d got PeerError after %.2f s: %s\n", rank(), took, e.what());
+    check(took < 8.0, "PeerError came after " + std::to_string(took) + " s (timeout is 10 s)");
+    check(e.rank() == rank(), "PeerError carries this rank");
+    check(e.peer() >= 0 && e.peer() < world() && e.peer() != rank(), "PeerError names a peer rank");
+    check(contains(first, "allreduce #1") && contains(first, "rank " + std::to_string(rank())),
+          "message names the op and this rank: " + first);
+    check(contains(first, "rank " + std::to_string(e.peer())), "message names the peer: " + first);
+    check(e.exit_code() == ddp::kExitPeerLost, "exit code 200");
+  }
+  // Neighbours of the victim see it directly; the others learn through closed connections.
+  try {
+    pg->barrier()->wait();
+    check(false, "barrier succeeded on a broken group");
+  } catch (const ddp::PeerError& e) {
+    std::string msg = e.what();
+    check(contains(msg, "barrier #2") && contains(msg, "unusable"), "later op says the group is unusable: " + msg);
+    check(contains(msg, first), "later op repeats the original cause: " + msg);
+  }
+  return 0;
+}
+
+void expect_victim_killed(const std::vector<WorkerResult>& results) {
+  for (const auto& r : results) {
+    if (r.rank == kVictim) {
+      EXPECT_EQ(r.status, 128 + SIGKILL) << r.output;
+    } else {
+      EXPECT_EQ(r.status, 0) << "rank " << r.rank << " output:\n" << r.output;
+    }
+  }
+}
+
+TEST(GlooFailure, PeerKilledMidAllreduce2Ranks) {
+  expect_victim_killed(run_workers("peer_killed_mid_allreduce", 2, gloo_worker_options()));
+}
+TEST(GlooFailure, PeerKilledMidAllreduce4Ranks) {
+  expect_victim_killed(run_workers("peer_killed_mid_allreduce", 4, gloo_worker_options()));
+}
+
+// Rank 1 never issues the allreduce. Rank 0 gets a TimeoutError naming the op once its timeout
+// (the per-op one when given, else the group's) has passed.
+int never_joins(std::chrono::milliseconds group_timeout, std::chrono::milliseconds op_timeout) {
+  auto pg = make_test_group(group_timeout);
+  pg->barrier()->wait();
+  const auto expected = op_timeout.count() > 0 ? op_timeout : group_timeout;
+  if (rank() == kVictim) {
+    std::this_thread::sleep_for(expected + std::chrono::seconds(2));
+    return 0;  // leaves without joining; closing the group must not disturb anything
+  }
+  std::vector<at::Tensor> t = {at::ones({1000})};
+  auto t0 = std::chrono::steady_clock::now();
+  std::string first;
+  try {
+    pg->allreduce(t, ddp::AllreduceOptions().timeout(op_timeout))->wait();
+    check(false, "allreduce succeeded without rank 1");
+  } catch (const ddp::TimeoutError& e) {
+    first = e.what();
+    double took = seconds_since(t0);
+    std::fprintf(stderr, "rank %d got TimeoutError after %.2f s: %s\n", rank(), took, e.what());
+    double want = expected.count() / 1000.0;
+    check(took > want - 0.5 && took < want + 4.0, "TimeoutError after " + std::to_string(took) + " s, timeout " +
+                                                       std::to_string(want) + " s");
+    check(contains(first, "allreduce #1") && contains(first, "rank 0"), "message names the op and rank: " + first);
+    check(e.exit_code() == ddp::kExitTimeout, "exit code 201");
+  }
+  try {
+    pg->barrier()->wait();
+    check(false, "barrier succeeded on a broken group");
+  } catch (const ddp::TimeoutError& e) {
+    check(contains(e.what(), "unusable") && contains(e.what(), first), std::string("later op: ") + e.what());
+  }
+  return 0;
+}
+DDP_TEST_WORKER(never_joins_group_timeout) { return never_joins(std::chrono::seconds(3), std::chrono::milliseconds(0)); }
+DDP_TEST_WORKER(never_joins_op_timeout) { return never_joins(std::chrono::seconds(60), std::chrono::seconds(2)); }
+
+TEST(GlooFailure, PeerNeverJoinsGroupTimeout) {
+  expect_all_succeeded(run_workers("never_joins_group_timeout", 2, gloo_worker_options()));
+}
+TEST(GlooFailure, PeerNeverJoinsPerOpTimeout) {
+  expect_all_succeeded(run_workers("never_joins_op_timeout", 2, gloo_worker_options()));
+}
+
+// A rank that never creates the group: the others' rendezvous fails with a TimeoutError.
+DDP_TEST_WORKER(rendezvous_missing_rank) {
+  if (rank() == kVictim) return 0;
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    make_test_group(std::chrono::seconds(2));
+    check(false, "group created without rank 1");
+  } catch (const ddp::TimeoutError& e) {
+    double took = seconds_since(t0);
+    check(took < 6.0, "rendezvous gave up after " + std::to_string(took) + " s");
+    check(contains(e.what(), "gloo rendezvous"), std::string("message: ") + e.what());
+  }
+  return 0;
+}
+TEST(GlooFailure, RendezvousMissingRank) {
+  expect_all_succeeded(run_workers("rendezvous_missing_rank", 2, gloo_worker_options()));
+}

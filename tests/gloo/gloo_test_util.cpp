@@ -1,0 +1,69 @@
+#include "gloo_test_util.h"
+
+#include <ddp/process_group_gloo.h>
+
+#include <sstream>
+
+
+namespace ddp::testing {
+
+WorkerOptions gloo_worker_options() {
+  WorkerOptions o;
+  o.timeout = std::chrono::seconds(90);
+  return o;
+}
+
+std::shared_ptr<Store> worker_store() {
+  // Rank 0 hosts the TCP store on MASTER_PORT, as init_process_group does.
+  return std::make_shared<TCPStore>(TCPStoreOptions()
+                                        .host("127.0.0.1")
+                                        .port(env_int("MASTER_PORT", 29500))
+                                        .is_server(env_int("RANK", 0) == 0)
+                                        .timeout(std::chrono::seconds(60))
+                                        .connect_timeout(std::chrono::seconds(30))
+                                        .token(""));
+}
+
+std::shared_ptr<ProcessGroup> make_test_group(std::chrono::milliseconds timeout) {
+  GlooOptions options;
+  options.timeout = timeout;
+  options.hostname = "127.0.0.1";
+  return make_gloo_process_group(worker_store(), env_int("RANK", 0), env_int("WORLD_SIZE", 1), options);
+}
+
+at::Tensor pattern(double scale, at::IntArrayRef sizes, at::ScalarType dtype) {
+  int64_t n = 1;
+  for (auto s : sizes) n *= s;
+  // Tiling the 7 distinct values keeps 64 MiB patterns cheap to build.
+  at::Tensor period = (at::arange(1, 8, at::kDouble) * scale).to(dtype);
+  return period.repeat({(n + 6) / 7}).narrow(0, 0, n).reshape(sizes);
+}
+
+at::Tensor rank_pattern(int rank, at::IntArrayRef sizes, at::ScalarType dtype) {
+  return pattern(rank + 1, sizes, dtype);
+}
+
+void check(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error("check failed: " + what);
+}
+
+void check_equal(const at::Tensor& actual, const at::Tensor& expected, const std::string& what) {
+  check(actual.scalar_type() == expected.scalar_type(), what + ": dtype " + c10::toString(actual.scalar_type()) +
+                                                            " != " + c10::toString(expected.scalar_type()));
+  check(actual.sizes() == expected.sizes(), what + ": shape mismatch");
+  if (at::equal(actual, expected)) return;
+  at::Tensor diff = (actual.to(at::kDouble) != expected.to(at::kDouble)).reshape({-1}).nonzero();
+  int64_t i = diff.numel() ? diff[0].item<int64_t>() : -1;
+  std::ostringstream s;
+  s << what << ": " << diff.numel() << " elements differ";
+  if (i >= 0)
+    s << "; first at flat index " << i << ": got " << actual.reshape({-1})[i].item<double>() << ", expected "
+      << expected.reshape({-1})[i].item<double>();
+  throw std::runtime_error(s.str());
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace ddp::testing

@@ -1,0 +1,40 @@
+#pragma once
+// Shared helpers for the Gloo process-group tests: how workers reach the store, build a group,
+// make rank-dependent data and check results exactly.
+
+#include <ddp/process_group.h>
+#include <ddp/store.h>
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "support/multiprocess.h"
+
+namespace ddp::testing {
+
+/// Worker options for a gloo test.
+WorkerOptions gloo_worker_options();
+
+/// A TCP store on MASTER_PORT, hosted by rank 0.
+std::shared_ptr<Store> worker_store();
+
+/// A gloo group over loopback for this worker (RANK / WORLD_SIZE from the environment).
+std::shared_ptr<ProcessGroup> make_test_group(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+/// Element i of rank r's data: (r + 1) * (i % 7 + 1), as `dtype`, shaped `sizes`.
+at::Tensor rank_pattern(int rank, at::IntArrayRef sizes, at::ScalarType dtype);
+/// The pattern with multiplier `scale` (double, before conversion).
+at::Tensor pattern(double scale, at::IntArrayRef sizes, at::ScalarType dtype);
+
+/// Throws std::runtime_error with `what` when `ok` is false (a worker then exits non-zero).
+void check(bool ok, const std::string& what);
+/// Exact equality (dtype, shape and values); the message names `what` and the first mismatch.
+void check_equal(const at::Tensor& actual, const at::Tensor& expected, const std::string& what);
+
+double seconds_since(std::chrono::steady_clock::time_point t0);
+
+}  // namespace ddp::testing
