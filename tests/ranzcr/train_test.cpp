@@ -197,10 +197,6 @@ TEST(TrainRanzcr, ResumesFromCheckpoint) {
   // Only epoch 2 ran in the second run.
   EXPECT_EQ(katib_values(second.output[0], "loss").size(), 1u) << second.output[0];
   EXPECT_NE(second.output[0].find("epoch=2 "), std::string::npos) << second.output[0];
-  // Nothing left to do: a third run with the same epochs trains nothing and exits 0.
-  TrainerRun third = run_trainer(1, with({"--epochs", "2"}));
-  EXPECT_EQ(third.status, (std::vector<int>{0})) << all_output(third);
-  EXPECT_TRUE(katib_values(third.output[0], "loss").empty()) << third.output[0];
   fs::remove_all(out);
 }
 
