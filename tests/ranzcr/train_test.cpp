@@ -245,6 +245,33 @@ TEST(TrainRanzcr, SigtermCheckpointsAndTheRestartResumesMidEpoch) {
   fs::remove_all(out);
 }
 
+// --pretrained with a file converted from torchvision the documented way, --freeze-backbone: the
+// backbone's weights come out of training unchanged, the head does not.
+TEST(TrainRanzcr, PretrainedTorchvisionWeightsWithFrozenBackbone) {
+  const std::string out = ddp::testing::make_temp_dir("ranzcr-train-pre");
+  Subprocess convert({DDP_PYTHON, std::string(DDP_SOURCE_DIR) + "/tools/convert_torchvision_resnet.py", "--arch",
+                      "resnet18", "--random-init", "--seed", "2", "--in-channels", "1", "--drop-fc", "--out",
+                      out + "/resnet18_1ch.pt"});
+  ASSERT_EQ(convert.wait(std::chrono::seconds(120)), 0) << convert.output();
+  TrainerRun r = run_trainer(1, {"--data-dir", data_dir(), "--image-size", "32", "--batch-size", "16", "--workers", "1",
+                                 "--epochs", "1", "--max-steps", "3", "--pretrained", out + "/resnet18_1ch.pt",
+                                 "--freeze-backbone", "--model-dir", out + "/model"});
+  ASSERT_EQ(r.status, (std::vector<int>{0})) << all_output(r);
+  EXPECT_NE(r.output[0].find("120 tensors loaded, kept initialised: fc.bias, fc.weight"), std::string::npos) << r.output[0];
+  auto before = ddp::models::read_state_dict(out + "/resnet18_1ch.pt");
+  auto after = ddp::models::read_state_dict(out + "/model/model.pt");
+  int64_t frozen = 0;
+  for (auto& [name, t] : before) {
+    if (name.find("weight") == std::string::npos && name.find("bias") == std::string::npos) continue;  // BN stats move
+    EXPECT_TRUE(at::equal(t, after.at(name))) << name << " changed although the backbone is frozen";
+    ++frozen;
+  }
+  EXPECT_EQ(frozen, 20 + 40);  // 20 conv weights + 20 BN weights and biases
+  ASSERT_TRUE(after.count("fc.weight"));
+  EXPECT_EQ(after.at("fc.weight").sizes(), at::IntArrayRef({11, 512}));
+  fs::remove_all(out);
+}
+
 // Configuration and data errors: exit 2, with a message naming the flag, column, row or UID.
 TEST(TrainRanzcr, BadFlagsAndDataExitTwoWithAReason) {
   struct Case {
