@@ -18,4 +18,4 @@ fi
 exec "$BUILD_DIR/apps/ddprun/ddprun" --standalone --nproc-per-node "${DEMO_NPROC:-2}" --max-restarts 1 \
   "$BUILD_DIR/apps/train_cifar10/train_cifar10" \
   --data-dir "$DEMO_DIR/data" --model-dir "$DEMO_DIR/model" --epochs "${DEMO_EPOCHS:-3}" \
-  --metrics-file "$DEMO_DIR/metrics.jsonl"
+  --metrics-file "$DEMO_DIR/metrics.jsonl" --checkpoint-dir "$DEMO_DIR/checkpoints" --resume auto
