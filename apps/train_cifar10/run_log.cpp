@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 namespace train_cifar10 {
@@ -25,6 +26,10 @@ RunLog::RunLog(RunLogOptions options) : enabled_(options.enabled_) {
   else if (options.progress_ == "auto") bar_ = ::isatty(STDERR_FILENO) == 1;
   if (!options.metrics_file_.empty()) {
     metrics_path_ = options.metrics_file_;
+    // The metrics file usually lives beside the model on a fresh volume: make its folder, as --model-dir does.
+    const std::filesystem::path parent = std::filesystem::path(metrics_path_).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
     metrics_ = std::fopen(metrics_path_.c_str(), "a");
     if (!metrics_) throw ddp::ConfigError("--metrics-file " + metrics_path_ + ": cannot open for appending (" + std::strerror(errno) + ")");
   }

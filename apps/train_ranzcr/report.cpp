@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 namespace train_ranzcr {
@@ -44,6 +45,10 @@ Reporter::Reporter(bool active, const std::string& progress, const std::string& 
   if (!active_) return;
   bar_ = progress == "bar" || (progress == "auto" && ::isatty(STDERR_FILENO));
   if (!metrics_path_.empty()) {
+    // The metrics file usually lives beside the model on a fresh volume: make its folder, as --model-dir does.
+    const std::filesystem::path parent = std::filesystem::path(metrics_path_).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
     metrics_ = std::fopen(metrics_path_.c_str(), "a");
     if (!metrics_) {
       throw ddp::ConfigError("--metrics-file '" + metrics_path_ + "' cannot be opened for appending: " +
