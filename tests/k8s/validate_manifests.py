@@ -314,6 +314,8 @@ def self_test(repo, verbose=False):
         errs = [e for o in kustomize_lite.load_yaml_docs(path) for e in k8s_schema.validate(o)]
         if not any(expect in e for e in errs):
             failures.append(f"tests/k8s/negative/{f}: not rejected with {expect!r} (got {errs})")
+        elif any(expect not in e for e in errs):
+            failures.append(f"tests/k8s/negative/{f}: the copy has other problems than its typo: {errs}")
         else:
             print(f"negative/{f}: rejected as expected: {[e for e in errs if expect in e][0]}")
     print(f"self-test: {len(MUTATIONS)} mutations and {len(typo_files)} typo'd copies, {len(failures)} not caught")
