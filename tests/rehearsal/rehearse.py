@@ -312,8 +312,9 @@ def scenario_kill_worker(sc, state):
     failures = [(p, rc) for p, _, rc in res.exits if rc != 0]
     expect(all(rc >= 128 for _, rc in failures), f"every failure was retryable: {failures}")
     expect((worker, 137) in failures, f"{worker} reported exit code 137 (SIGKILL)")
-    resumed = [p for p in (r[0] for r in res.exits) if "resum" in sc.log_text(p).lower()]
-    print(f"  note: pods whose logs mention resuming: {sorted(set(resumed))}")
+    steps = [int(x) for x in re.findall(r"resumed from \S*ckpt-(\d+)\.ddpckpt", sc.log_text(worker))]
+    expect(any(st >= killed["at"] for st in steps),
+           f"{worker}'s new pod resumed from a checkpoint at or after step {killed['at']} (resumed from steps {steps})")
     ref = state.get("reference")
     if ref is None:
         raise ScenarioFailed("no reference model: run dns-race first")
