@@ -15,6 +15,7 @@
 #include <ddp/errors.h>
 #include <ddp/init.h>
 #include <ddp/logging.h>
+#include <ddp/signals.h>
 #include <ddp/world_info.h>
 
 #include <sched.h>
@@ -91,7 +92,8 @@ class Trainer {
                                      .prefetch(2)
                                      .device(device)),
         test_indices_(test_indices(data_.test.size(), pg_->size(), pg_->rank())),
-        log_(RunLogOptions().enabled(pg_->rank() == 0).metrics_file(o.metrics_file).progress(o.progress)) {}
+        log_(RunLogOptions().enabled(pg_->rank() == 0).metrics_file(o.metrics_file).progress(o.progress)),
+        checkpointer_(o.checkpoint.options(), pg_) {}
 
   int run() {
     const auto run_start = Clock::now();
@@ -101,6 +103,8 @@ class Trainer {
     EvalCounts last;
     int64_t trained_images = 0;  // all ranks
     double train_seconds = 0;
+    if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *model_.module(), &optimizer_))
+      progress_ = resumed->progress;
     while (progress_.epoch < o_.epochs && !stop) {
       const auto epoch_start = Clock::now();
       sampler_.set_epoch(progress_.epoch);
@@ -141,7 +145,14 @@ class Trainer {
           interval_steps = interval_images = 0;
           interval_start = Clock::now();
         }
-        if (out_of_steps || should_stop()) {
+        const bool stop_signal = should_stop();
+        if (stop_signal || checkpointer_.due(progress_)) checkpointer_.save(*model_.module(), &optimizer_, progress_);
+        if (stop_signal) {
+          DDP_LOG(WARN) << "stopping on signal " << ddp::stop_signal() << " after global step " << progress_.global_step
+                        << " (checkpoint written)";
+          return ddp::stop_exit_code();
+        }
+        if (out_of_steps) {
           stop = true;
           break;
         }
@@ -152,7 +163,10 @@ class Trainer {
 
       last = evaluate();
       report(last, epoch_images / std::max(1e-9, epoch_train_seconds), seconds_since(epoch_start));
-      if (!stop) progress_.next_epoch();
+      if (!stop) {
+        progress_.next_epoch();
+        checkpointer_.save(*model_.module(), &optimizer_, progress_, {{"test_accuracy", std::to_string(last.accuracy())}});
+      }
     }
 
     if (pg_->rank() == 0) {
@@ -178,9 +192,8 @@ class Trainer {
   }
 
  private:
-  // Hook for graceful stops (SIGTERM -> checkpoint -> exit 143); every rank must agree, so an
-  // implementation has to be collective (ddp::stop_requested_any).
-  bool should_stop() { return false; }
+  // Graceful stop (SIGTERM -> checkpoint -> exit 143): collective, so every rank stops after the same step.
+  bool should_stop() { return ddp::stop_requested_any(*pg_); }
 
   EvalCounts evaluate() {
     auto& net = model_.module();
@@ -221,6 +234,7 @@ class Trainer {
   std::vector<int64_t> test_indices_;
   ddp::TrainingProgress progress_;
   RunLog log_;
+  ddp::Checkpointer checkpointer_;
 };
 
 }  // namespace
