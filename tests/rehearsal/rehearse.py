@@ -19,6 +19,9 @@ the environment the controller injects (operators.py). Scenarios:
                runtime, after the data-prep Job, the master's record 5 s late. Must complete.
   ddprun       overlays/cpu-ddprun: PyTorchJob with nprocPerNode "2" and ddprun as the command (3 pods
                x 2 processes). Must complete.
+  ranzcr-cpu   k8s/ranzcr (Master 1 + Worker 3, GPU manifest) with its data-prep Job, played on CPU:
+               --device cpu --backend gloo --amp none --image-size 64 --arch resnet18 --epochs 1
+               --batch-size 8. Must complete with a model and a checkpoint.
 
 The manifests are played as written except these overrides, so a run takes seconds: --epochs 2
 (1 for ddprun), --checkpoint-every 20. Root and `ip netns` are required; without them the run exits
@@ -55,7 +58,7 @@ BINARIES = {"train_cifar10": "apps/train_cifar10/train_cifar10", "train_ranzcr":
             "ddprun": "apps/ddprun/ddprun",
             "make_cifar10_synthetic": "tools/make_cifar10_synthetic/make_cifar10_synthetic",
             "make_ranzcr_synthetic": "tools/make_ranzcr_synthetic/make_ranzcr_synthetic"}
-ALL = ["dns-race", "kill-worker", "bad-arg", "trainjob", "ddprun"]
+ALL = ["dns-race", "kill-worker", "bad-arg", "trainjob", "ddprun", "ranzcr-cpu"]
 
 
 class ScenarioFailed(Exception):
@@ -373,8 +376,30 @@ def scenario_ddprun(sc, state):
     expect(bool(model_digest(os.path.join(sc.pvc, "models", name))), "the model was written")
 
 
+def scenario_ranzcr_cpu(sc, state):
+    """k8s/ranzcr (Master 1 + Worker 3) played on CPU: the GPU manifest's env, paths, data-prep Job,
+    init containers and flags, with the device/backend/size overridden so it runs without GPUs."""
+    cpu = [("--device", "cpu"), ("--backend", "gloo"), ("--amp", "none"), ("--image-size", "64"),
+           ("--arch", "resnet18"), ("--epochs", "1"), ("--batch-size", "8")]
+
+    def mutate(job):
+        for rs in job["spec"]["pytorchReplicaSpecs"].values():
+            c = rs["template"]["spec"]["containers"][0]
+            for flag, value in cpu:
+                c["args"] = set_flag(c["args"], flag, value)
+    job, res = pytorchjob_run(sc, "k8s/ranzcr", [], mutate=mutate, timeout=600)
+    name = job["metadata"]["name"]
+    if res.condition != "Succeeded":
+        print(sc.tail(name))
+    expect(job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3, "Master 1 + Worker 3")
+    expect(res.condition == "Succeeded", f"PyTorchJob {name} succeeded on CPU ({res.reason})")
+    expect(res.total_recreations == 0, "no pod was recreated")
+    expect(bool(model_digest(os.path.join(sc.pvc, "models", name))), "the model was written")
+    expect(bool(checkpoint_steps(os.path.join(sc.pvc, "checkpoints", name))), "an epoch-end checkpoint was written")
+
+
 SCENARIOS = {"dns-race": scenario_dns_race, "kill-worker": scenario_kill_worker, "bad-arg": scenario_bad_arg,
-             "trainjob": scenario_trainjob, "ddprun": scenario_ddprun}
+             "trainjob": scenario_trainjob, "ddprun": scenario_ddprun, "ranzcr-cpu": scenario_ranzcr_cpu}
 
 
 # ---- main ---------------------------------------------------------------------------------------
@@ -408,6 +433,8 @@ def main():
     if args.standin_bin_dir:
         print(f"WARNING: stand-in binaries from {args.standin_bin_dir}: harness development, not a rehearsal")
     needed = {"train_cifar10", "make_cifar10_synthetic"} | ({"ddprun"} if {"trainjob", "ddprun"} & set(names) else set())
+    if "ranzcr-cpu" in names:
+        needed |= {"train_ranzcr", "make_ranzcr_synthetic"}
     missing = sorted(needed - set(found))
     if missing:
         print(f"FAIL: not built in {args.build_dir}: {', '.join(missing)}")
