@@ -70,7 +70,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, const std
   cli.add_options("Runtime")
       ("backend", "auto, gloo or nccl", cxxopts::value<std::string>()->default_value("auto"))
       ("device", "auto (cuda:LOCAL_RANK when usable, else cpu), cpu or cuda", cxxopts::value<std::string>()->default_value("auto"))
-      ("threads", "intra-op threads per rank (0: cores / local world size)", cxxopts::value<std::string>()->default_value("0"))
+      ("threads", "intra-op threads per rank (0: $OMP_NUM_THREADS if set, else cores / ranks on this node)", cxxopts::value<std::string>()->default_value("0"))
       ("progress", "auto (a bar on a terminal, plain lines otherwise), bar or plain", cxxopts::value<std::string>()->default_value("auto"))
       ("h,help", "show this help");
   ddp::CheckpointFlags::add_to(cli);

@@ -23,6 +23,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <sstream>
 #include <thread>
 
@@ -44,6 +45,27 @@ int available_cores() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+// --threads when given, else OMP_NUM_THREADS when set (as PyTorch honours it), else the cores this
+// process may run on shared by the ranks on this node. Without a launcher (PyTorchJob-style
+// RANK/WORLD_SIZE) the ranks on this node are unknown, except that with a loopback MASTER_ADDR they
+// all are. Oversubscribed OpenMP threads are very slow (they spin waiting for each other).
+int intra_op_threads(int flag, const ddp::WorldInfo& world) {
+  if (flag > 0) return flag;
+  if (const char* omp = std::getenv("OMP_NUM_THREADS")) {
+    char* end = nullptr;
+    long v = std::strtol(omp, &end, 10);
+    if (*omp && *end == '\0' && v > 0 && v <= 1024) return static_cast<int>(v);
+    throw ddp::ConfigError("OMP_NUM_THREADS='" + std::string(omp) + "' is not a thread count in 1..1024");
+  }
+  int ranks_here = std::max(1, world.local_world_size);
+  if (ranks_here == 1 && world.world_size > 1 && is_loopback(world.master_addr)) ranks_here = world.world_size;
+  return std::max(1, available_cores() / ranks_here);
 }
 
 struct DeviceChoice {
@@ -172,7 +194,7 @@ class Trainer {
     if (pg_->rank() == 0) {
       const std::string path = o_.model_dir + "/model.pt";
       save_state_dict(*model_.module(), path);
-      DDP_LOG(INFO) << "saved the model (" << model_.module()->parameters().size() << " parameters) to " << path;
+      DDP_LOG(INFO) << "saved the model (" << model_.module()->parameters().size() << " parameter tensors) to " << path;
     }
     pg_->barrier()->wait();  // every rank ends after the model is on disk
 
@@ -184,10 +206,11 @@ class Trainer {
             << ",\"images_per_sec\":" << json_number(trained_images / std::max(1e-9, total_seconds))
             << ",\"accuracy\":" << json_number(last.accuracy()) << ",\"loss\":" << json_number(last.mean_loss()) << "}";
     log_.metrics_record(summary.str());
-    if (pg_->rank() == 0)
+    if (pg_->rank() == 0) {
       DDP_LOG(INFO) << "done: " << progress_.global_step << " steps, " << trained_images << " images in " << total_seconds
                     << " s (" << static_cast<int64_t>(trained_images / std::max(1e-9, total_seconds))
                     << " images/s end to end), test accuracy " << last.accuracy();
+    }
     return 0;
   }
 
@@ -248,7 +271,7 @@ int run_training(const TrainOptions& o) {
   auto pg = ddp::init_process_group(init);
   const ddp::WorldInfo& world = ddp::world();
 
-  const int threads = o.threads > 0 ? o.threads : std::max(1, available_cores() / std::max(1, world.local_world_size));
+  const int threads = intra_op_threads(o.threads, world);
   at::set_num_threads(threads);
   if (pg->rank() == 0) {
     DDP_LOG(INFO) << "train_cifar10: " << world.describe() << ", backend " << pg->backend_name() << ", device "
@@ -257,8 +280,9 @@ int run_training(const TrainOptions& o) {
   }
 
   ddp::data::Cifar10Data data = ddp::data::load_cifar10(o.data_dir);
-  if (pg->rank() == 0)
+  if (pg->rank() == 0) {
     DDP_LOG(INFO) << "data ready in " << seconds_since(start) << " s; model will be saved to " << o.model_dir << "/model.pt";
+  }
 
   torch::manual_seed(static_cast<uint64_t>(o.seed));  // same initial weights everywhere (DDP broadcasts rank 0's anyway)
   if (o.model == "net") {
