@@ -4,7 +4,7 @@
 # duplicated here), then runs the runtime stage like `docker run` would and trains a tiny synthetic
 # CIFAR-10 run through its ENTRYPOINT, as the image's non-root user.
 #
-#   sudo bash scripts/check-dockerfile.sh [--work DIR] [--jobs N] [--no-layer-cache] [--keep]
+#   sudo bash scripts/check-dockerfile.sh [--work DIR] [--jobs N] [--no-layer-cache] [--keep] [--build-arg K=V]
 #
 # Needs root, debootstrap, unshare/setpriv (util-linux) and a reachable Debian mirror. Takes long
 # (the build stage installs the toolchain and LibTorch, builds everything and runs the test suite);
@@ -17,8 +17,10 @@ WORK=/var/tmp/ddp-check-dockerfile
 JOBS=2
 CACHE=--layer-cache
 KEEP=0
+BUILD_ARGS=()
 while (($#)); do
   case $1 in
+    --build-arg) BUILD_ARGS+=(--build-arg "$2"); shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
     --no-layer-cache) CACHE=; shift ;;
@@ -45,7 +47,7 @@ trap cleanup EXIT
 
 echo "== build: docker/Dockerfile (all stages up to runtime), context $REPO, work $WORK"
 "${BUILD[@]}" build --file docker/Dockerfile --context "$REPO" --work "$WORK" --target runtime \
-  --build-arg BUILD_JOBS="$JOBS" $CACHE
+  --build-arg BUILD_JOBS="$JOBS" "${BUILD_ARGS[@]}" $CACHE
 
 run() { "${BUILD[@]}" run --work "$WORK" --stage runtime "$@"; }
 DATA=$RUNDIR/data MODEL=$RUNDIR/model CKPT=$RUNDIR/ckpt
@@ -64,7 +66,7 @@ run "${VOLS[@]}" --entrypoint make_cifar10_synthetic -- --out /data --train 512 
 
 echo "== runtime: ENTRYPOINT (train_cifar10), 1 process"
 run "${VOLS[@]}" -- --data-dir /data --model-dir /model --epochs 1 --batch-size 64 --seed 1 \
-  --checkpoint-dir /checkpoints --metrics-file /model/metrics.json
+  --metrics-file /model/metrics.json
 ls -l "$MODEL"
 [[ -n $(ls -A "$MODEL") ]] || { echo "no model written to /model" >&2; exit 1; }
 

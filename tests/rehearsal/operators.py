@@ -48,6 +48,7 @@ class JobResult:
         self.restarted = {}            # pod -> in-place container restarts
         self.events = []
         self.created = {}              # pod -> [seconds since start of each creation]
+        self.main_started = {}         # pod -> [seconds since start when its main container started]
         self.started = time.time()
         self.finished = None
 
@@ -173,6 +174,7 @@ class PodRun:
         self.proc = None
         self.stage = None          # index into init containers, or "main"
         self.init_failed = None
+        self.main_started = []     # when the main container started, each incarnation
         self.phase = "Pending"     # Pending, Running, Succeeded, Failed
         self.exit_code = None
         self.incarnation = 0
@@ -206,6 +208,7 @@ class PodRun:
         self.stage = "main"
         main = next(c for c in self.template["spec"]["containers"] if c["name"] == self.main_name)
         self._start(main, self.extra_env)
+        self.main_started.append(time.time())
 
     def poll(self):
         """None while running; the exit code once the pod's main container (or an init) ended."""
@@ -352,6 +355,7 @@ def play_pytorchjob(job, factory, timeout, dns_delay=0.0, master_start_delay=0.0
                     r.phase = "Deleted"
             for r in runs:
                 r.delete()
+                res.main_started[r.name] = [t - res.started for t in r.main_started]
             res.finished = time.time()
             return res
         time.sleep(0.1)
