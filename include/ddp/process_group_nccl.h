@@ -1,29 +1,58 @@
 #pragma once
-// The NCCL process group (CUDA tensors). Available when ddp was built with NCCL
-// (ddp::nccl_available() tells at run time whether it was and whether a GPU is usable).
+// The NCCL process group (CUDA tensors). Available when ddp was built with NCCL and the LibTorch in
+// use has CUDA and sees a device; ddp::nccl_available() tells at run time, and
+// ddp::nccl_unavailable_reason() says why not.
 //
 //   auto pg = ddp::make_nccl_process_group(store, rank, world_size, /*device_index=*/local_rank);
+//   pg->allreduce(grads, ddp::AllreduceOptions().op(ddp::ReduceOp::kAvg))->wait();
+//
+// How it orders with PyTorch's kernels (as c10d's ProcessGroupNCCL does):
+//  - every collective runs on the group's own CUDA stream, after the work already queued on the
+//    caller's current stream (an event handshake: the CPU is never blocked);
+//  - Work::wait() makes the caller's current stream wait for the collective and returns at once
+//    (the CPU does not block; kernels queued afterwards see the result). Reading a result on the CPU
+//    (tensor.cpu(), .item()) synchronizes as usual. NcclOptions::blocking_wait (or
+//    DDP_NCCL_BLOCKING_WAIT=1) makes wait() block the CPU too; barrier()->wait() always does;
+//  - wait(timeout) blocks the CPU until done or throws TimeoutError after `timeout`;
+//  - a watchdog thread aborts the communicator when an operation exceeds its timeout or NCCL reports
+//    an asynchronous error; the operation's wait() then throws TimeoutError / PeerError naming the
+//    op, its sequence number and the rank, and every later call says the group is unusable.
+// Tensors must be CUDA tensors on the group's device, dense (contiguous or non-overlapping and
+// dense). Reductions take float32, float64, float16, bfloat16, int32 and int64; broadcast and
+// allgather move any dtype.
 
 #include <ddp/process_group.h>
 #include <ddp/store.h>
 
 #include <chrono>
 #include <memory>
+#include <string>
 
 namespace ddp {
 
 struct NcclOptions {
-  /// A collective running longer than this aborts the communicator (watchdog).
+  /// A collective running longer than this aborts the communicator (watchdog). Also bounds the
+  /// communicator's creation.
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
+  /// Work::wait() blocks the CPU until the operation finished (bounded by its timeout) instead of
+  /// only ordering the caller's stream after it. DDP_NCCL_BLOCKING_WAIT=1 sets it too.
+  bool blocking_wait = false;
 };
 
-/// True when ddp was built with NCCL and at least one CUDA device is usable.
+/// True when ddp was built with NCCL, LibTorch has CUDA, and at least one CUDA device is usable.
 bool nccl_available();
-/// Why nccl_available() is false ("built without NCCL", "no CUDA device visible", ...), or "".
+/// Why nccl_available() is false ("LibTorch has no CUDA ...", "no CUDA device visible ...",
+/// "ddp was built without NCCL ..."), or "" when it is true.
 std::string nccl_unavailable_reason();
+/// Version of the NCCL library ddp is running with ("2.28.9"), or "" when built without NCCL.
+/// Needs no GPU.
+std::string nccl_version();
 
-/// Creates the communicator (rank 0 publishes the unique id through `store`) on device `device_index`.
-/// ConfigError when NCCL is unavailable.
+/// Creates the communicator on CUDA device `device_index` (made the current device of the calling
+/// thread): rank 0 creates the NCCL unique id and publishes it through `store` (key
+/// "nccl/<restart>/<n>/unique_id": $TORCHELASTIC_RESTART_COUNT or 0, and n counting the NCCL groups
+/// this process created), every rank reads it and joins. ConfigError when NCCL is unavailable or the arguments are wrong; TimeoutError when the
+/// other ranks do not join within options.timeout.
 std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store> store, int rank, int size,
                                                       int device_index, NcclOptions options = {});
 

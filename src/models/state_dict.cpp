@@ -9,12 +9,14 @@
 
 #include <ATen/ATen.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
 #include <sstream>
 
 namespace ddp::models {
+namespace fs = std::filesystem;
 namespace {
 
 std::string shape_str(const at::Tensor& t) {
@@ -72,9 +74,19 @@ void write_state_dict(const std::map<std::string, at::Tensor>& entries, const st
   c10::Dict<std::string, at::Tensor> dict;
   for (const auto& [name, tensor] : entries) dict.insert(name, tensor.detach().cpu().contiguous());
   std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw ddp::DataError("cannot write weights file '" + path + "'");
+  // Temporary file + rename: a reader never sees half a file.
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) throw ddp::DataError("cannot write weights file '" + tmp + "'");
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) throw ddp::DataError("cannot move '" + tmp + "' to '" + path + "': " + ec.message());
 }
 
 std::map<std::string, at::Tensor> state_dict_of(torch::nn::Module& module) {

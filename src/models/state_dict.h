@@ -51,7 +51,7 @@ struct LoadStateDictReport {
 /// the file when it is missing, unreadable or not a dict of string -> tensor.
 std::map<std::string, at::Tensor> read_state_dict(const std::string& path);
 
-/// Writes `entries` so that Python's torch.load and read_state_dict read them back.
+/// Writes `entries` (atomically, creating the folder) so that Python's torch.load and read_state_dict read them back.
 void write_state_dict(const std::map<std::string, at::Tensor>& entries, const std::string& path);
 
 /// Every parameter and buffer of `module`, by its dotted name (Python's state_dict keys).

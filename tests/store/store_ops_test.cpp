@@ -105,7 +105,7 @@ TEST(TCPStore, GetAndWaitTimeOutNamingTheKeys) {
     s->get("never");
     FAIL() << "get of a missing key returned";
   } catch (const ddp::TimeoutError& e) {
-    EXPECT_NE(std::string(e.what()).find("'never'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("store get of 'never'"), std::string::npos) << e.what();
     EXPECT_EQ(e.exit_code(), ddp::kExitTimeout);
   }
   auto took = elapsed_ms(start);
@@ -119,6 +119,7 @@ TEST(TCPStore, GetAndWaitTimeOutNamingTheKeys) {
     FAIL() << "wait for a missing key returned";
   } catch (const ddp::TimeoutError& e) {
     std::string what = e.what();
+    EXPECT_NE(what.find("store wait of 'present', 'absent'"), std::string::npos) << what;
     auto missing = what.find("missing: ");
     ASSERT_NE(missing, std::string::npos) << what;
     EXPECT_NE(what.find("'absent'", missing), std::string::npos) << what;

@@ -66,8 +66,10 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
 
   std::string backend = requested;
   std::string why;
+  // Only auto and nccl need to know the device (default_device() may refuse a bad GPU mapping).
+  c10::Device device = options.device ? *options.device
+                       : backend == "gloo" ? c10::Device(c10::kCPU) : default_device();
   if (backend == "auto") {
-    c10::Device device = options.device ? *options.device : default_device();
     if (device.is_cuda() && nccl_available()) {
       backend = "nccl";
       why = " (auto: default device " + device.str() + ")";
@@ -84,6 +86,10 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
     }
   }
 
+  // Fail before touching the store: an explicit nccl request on a machine without it is a config error.
+  if (backend == "nccl" && !nccl_available())
+    throw ConfigError("backend 'nccl' requested, but " + nccl_unavailable_reason() + "; use --backend gloo");
+
   auto timeout = options.timeout.count() > 0 ? options.timeout
                                              : (backend == "nccl" ? kNcclDefaultTimeout : kGlooDefaultTimeout);
   auto store = connect_store(world, timeout, options.store_connect_timeout);
@@ -96,8 +102,10 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
   } else {
     NcclOptions o;
     o.timeout = timeout;
+    // The device this rank trains on (default_device() maps LOCAL_RANK to a visible device, and
+    // picks device 0 when a launcher gave each rank exactly one).
     int device_index = world.local_rank;
-    if (options.device && options.device->is_cuda() && options.device->has_index()) device_index = options.device->index();
+    if (device.is_cuda() && device.has_index()) device_index = device.index();
     pg = make_nccl_process_group(store, world.rank, world.world_size, device_index, o);
   }
 

@@ -8,7 +8,11 @@ namespace ddp {
 
 bool nccl_available() { return false; }
 
-std::string nccl_unavailable_reason() { return "ddp was built without NCCL (DDP_WITH_NCCL=OFF or no CUDA/NCCL found)"; }
+std::string nccl_unavailable_reason() {
+  return "ddp was built without NCCL (DDP_WITH_NCCL=OFF or no CUDA runtime/NCCL found at build time)";
+}
+
+std::string nccl_version() { return ""; }
 
 std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store>, int, int, int, NcclOptions) {
   throw ConfigError("backend 'nccl' requested, but " + nccl_unavailable_reason() + "; use --backend gloo");

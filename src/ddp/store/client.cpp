@@ -1,7 +1,6 @@
 #include "ddp/store/client.h"
 
 #include <cstring>
-#include <random>
 
 #include <ddp/errors.h>
 #include <ddp/logging.h>
@@ -16,7 +15,6 @@ std::string quote(const std::string& key) { return "'" + key + "'"; }
 
 /// How long each step of the dialect probe may take. A live server answers in microseconds.
 constexpr std::chrono::seconds kProbeTimeout{10};
-constexpr std::chrono::seconds kLegacyProbeTimeout{5};
 constexpr std::chrono::seconds kCancelTimeout{10};
 
 }  // namespace
@@ -61,23 +59,27 @@ void Client::handshake() {
   const auto deadline = deadline_after(options_.connect_timeout);
   int err = 0;
 
-  // 1. c10d >= 2.1 (and our server): VALIDATE, then PING with a nonce. The nonce's third byte is
-  //    >= 0x80 on purpose: a c10d 1.x/2.0 server reads these bytes as a SET whose key length is
-  //    over 2^63, fails to allocate it and closes only this connection (checked against 1.13).
+  // 1. The c10d >= 2.1 numbering: VALIDATE, GETNUMKEYS, then a CHECK of 128 empty keys. Every v2
+  //    server (classic or libuv backend, with or without PING) answers an int64 and one byte and
+  //    keeps the connection. A c10d 1.x/2.0 server reads the same bytes as a SET whose key length
+  //    is 0x0080'0507'3C85'F7CE (~36 PB): its allocation fails at once and the server closes just
+  //    this connection (verified against torch 1.13, which keeps serving everyone else).
   {
     fd_ = open_connection(deadline);
-    std::random_device rd;
-    uint32_t nonce = (rd() & 0xFF00FFFFu) | 0x00800000u;
+    constexpr uint64_t kProbeKeys = 128;  // its low byte lands in the legacy key length
     Writer w;
     w.u8(*op_code(Dialect::kV2, Op::kValidate)).u32(kValidationMagic);
-    w.u8(*op_code(Dialect::kV2, Op::kPing)).u32(nonce);
-    uint32_t echoed = 0;
+    w.u8(*op_code(Dialect::kV2, Op::kNumKeys));
+    w.u8(*op_code(Dialect::kV2, Op::kCheck)).u64(kProbeKeys);
+    for (uint64_t i = 0; i < kProbeKeys; ++i) w.u64(0);
+    uint8_t reply[9];
     auto probe_deadline = Clock::now() + kProbeTimeout;
     IoStatus s = send_all(fd_.get(), w.buffer().data(), w.buffer().size(), probe_deadline, &err);
-    if (s == IoStatus::kOk) s = recv_exact(fd_.get(), &echoed, sizeof echoed, probe_deadline, &err);
+    if (s == IoStatus::kOk) s = recv_exact(fd_.get(), reply, sizeof reply, probe_deadline, &err);
     if (s == IoStatus::kOk) {
-      if (echoed != nonce)
-        throw StoreError("store at " + address() + " answered PING with a wrong nonce: not a c10d store?");
+      if (reply[8] > 1)
+        throw StoreError("store at " + address() + " answered the handshake with CHECK reply " +
+                         std::to_string(reply[8]) + ": not a c10d-compatible store");
       dialect_ = Dialect::kV2;
       DDP_LOG(DEBUG) << "store: connected to " << address() << " (" << dialect_name(dialect_) << ")";
       return;
@@ -88,34 +90,22 @@ void Client::handshake() {
     fd_.reset();
   }
 
-  // 2. c10d 1.x/2.0: GETNUMKEYS is byte 6 there and has no side effects. A c10d >= 2.1 server
-  //    closes a connection whose first query is not VALIDATE.
-  {
-    fd_ = open_connection(deadline);
-    uint8_t code = *op_code(Dialect::kLegacy, Op::kNumKeys);
-    int64_t n = 0;
-    auto probe_deadline = Clock::now() + kLegacyProbeTimeout;
-    IoStatus s = send_all(fd_.get(), &code, 1, probe_deadline, &err);
-    if (s == IoStatus::kOk) s = recv_exact(fd_.get(), &n, sizeof n, probe_deadline, &err);
-    if (s == IoStatus::kOk) {
-      dialect_ = Dialect::kLegacy;
-      DDP_LOG(DEBUG) << "store: connected to " << address() << " (" << dialect_name(dialect_) << ")";
-      return;
-    }
-    fd_.reset();
-  }
-
-  // 3. c10d 2.1-2.2 (VALIDATE but no PING): validate blind.
+  // 2. The c10d 1.x/2.0 numbering: GETNUMKEYS is byte 6 there and has no side effects.
   fd_ = open_connection(deadline);
-  Writer w;
-  w.u8(*op_code(Dialect::kV2, Op::kValidate)).u32(kValidationMagic);
-  IoStatus s = send_all(fd_.get(), w.buffer().data(), w.buffer().size(), Clock::now() + kProbeTimeout, &err);
+  uint8_t code = *op_code(Dialect::kLegacy, Op::kNumKeys);
+  int64_t n = 0;
+  auto probe_deadline = Clock::now() + kProbeTimeout;
+  IoStatus s = send_all(fd_.get(), &code, 1, probe_deadline, &err);
+  if (s == IoStatus::kOk) s = recv_exact(fd_.get(), &n, sizeof n, probe_deadline, &err);
   if (s != IoStatus::kOk) {
     fd_.reset();
-    throw StoreError("store at " + address() + " closed every handshake: not a c10d-compatible store");
+    throw StoreError("store at " + address() +
+                     " closed both handshakes (c10d 2.x and 1.x numbering): it is not a "
+                     "c10d-compatible store, or it is a ddp store that requires a token "
+                     "(DDP_STORE_TOKEN)");
   }
-  dialect_ = Dialect::kV2;
-  DDP_LOG(DEBUG) << "store: connected to " << address() << " (c10d-2.x without PING)";
+  dialect_ = Dialect::kLegacy;
+  DDP_LOG(DEBUG) << "store: connected to " << address() << " (" << dialect_name(dialect_) << ")";
 }
 
 void Client::ensure_connected() {
@@ -181,7 +171,7 @@ Bytes Client::get(const std::string& key, std::chrono::milliseconds timeout) {
   op_timeout_ = timeout;
   ensure_connected();
   // c10d's get() is WAIT then GET, so a get() blocks until the key exists.
-  do_wait({wire_key(key)}, quote(key), timeout);
+  do_wait({wire_key(key)}, "get", quote(key), timeout);
   auto deadline = deadline_after(timeout);
   Writer w;
   w.u8(code(Op::kGet)).str(wire_key(key));
@@ -232,11 +222,11 @@ void Client::wait(const std::vector<std::string>& keys, std::chrono::millisecond
   std::vector<std::string> wire;
   wire.reserve(keys.size());
   for (const auto& k : keys) wire.push_back(wire_key(k));
-  do_wait(wire, quote_keys(keys), timeout);
+  do_wait(wire, "wait", quote_keys(keys), timeout);
 }
 
-void Client::do_wait(const std::vector<std::string>& wire_keys, const std::string& what,
-                     std::chrono::milliseconds timeout) {
+void Client::do_wait(const std::vector<std::string>& wire_keys, const char* op,
+                     const std::string& what, std::chrono::milliseconds timeout) {
   op_timeout_ = timeout;
   auto deadline = deadline_after(timeout);
   Writer w;
@@ -289,7 +279,7 @@ void Client::do_wait(const std::vector<std::string>& wire_keys, const std::strin
     }
   }
   if (!usable) fd_.reset();
-  throw TimeoutError("store wait for " + what + " at " + address() + " timed out after " +
+  throw TimeoutError(std::string("store ") + op + " of " + what + " at " + address() + " timed out after " +
                      std::to_string(timeout.count()) + " ms" + missing);
 }
 

@@ -57,7 +57,8 @@ class Client {
     recv(&v, sizeof v, op, what, deadline);
     return v;
   }
-  void do_wait(const std::vector<std::string>& wire_keys, const std::string& what,
+  /// WAIT for `wire_keys`; `op` ("get" or "wait") and `what` (the user keys) name it in errors.
+  void do_wait(const std::vector<std::string>& wire_keys, const char* op, const std::string& what,
                std::chrono::milliseconds timeout);
   /// Throws for a failed transfer; a timeout leaves the connection unusable, so it is dropped.
   [[noreturn]] void fail(IoStatus status, int err, Op op, const std::string& what,

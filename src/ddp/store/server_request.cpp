@@ -177,10 +177,29 @@ ParseStatus handle_query(Connection& conn, Reader& r, RequestContext& ctx) {
       for (const auto& k : keys) w.str(k);
       break;
     }
+    case Op::kQueuePush: {
+      std::string queue;
+      Bytes value;
+      DDP_TRY_PARSE(r.str(queue, kMaxKeyBytes));
+      DDP_TRY_PARSE(r.bytes(value, kMaxValueBytes));
+      st.queue_push(queue, std::move(value), &ctx.woken);
+      break;
+    }
+    case Op::kQueuePop: {  // int64 length before the pop, then the value when there was one
+      std::string queue;
+      DDP_TRY_PARSE(r.str(queue, kMaxKeyBytes));
+      auto [len, value] = st.queue_pop(queue);
+      w.i64(len);
+      if (value) w.bytes(*value);
+      break;
+    }
+    case Op::kQueueLen: {
+      std::string queue;
+      DDP_TRY_PARSE(r.str(queue, kMaxKeyBytes));
+      w.i64(st.queue_len(queue));
+      break;
+    }
     case Op::kWatchKey:
-    case Op::kQueuePush:
-    case Op::kQueuePop:
-    case Op::kQueueLen:
       return r.fail(std::string("query ") + op_name(*op) + " is not supported by this server");
   }
   Bytes& reply = w.buffer();

@@ -51,8 +51,34 @@ const Bytes* StoreState::get(const std::string& key) const {
   return it == kv_.end() ? nullptr : &it->second;
 }
 
+bool StoreState::present(const std::string& key) const {
+  if (kv_.count(key)) return true;
+  auto q = queues_.find(key);
+  return q != queues_.end() && !q->second.empty();
+}
+
 bool StoreState::check(const std::vector<std::string>& keys) const {
-  return std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return kv_.count(k) > 0; });
+  return std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return present(k); });
+}
+
+void StoreState::queue_push(const std::string& queue, Bytes value, std::vector<ConnId>* woken) {
+  queues_[queue].push_back(std::move(value));
+  wake(queue, woken, /*only_one=*/true);
+}
+
+std::pair<int64_t, std::optional<Bytes>> StoreState::queue_pop(const std::string& queue) {
+  auto it = queues_.find(queue);
+  if (it == queues_.end() || it->second.empty()) return {0, std::nullopt};
+  auto len = static_cast<int64_t>(it->second.size());
+  Bytes front = std::move(it->second.front());
+  it->second.pop_front();
+  if (it->second.empty()) queues_.erase(it);
+  return {len, std::move(front)};
+}
+
+int64_t StoreState::queue_len(const std::string& queue) const {
+  auto it = queues_.find(queue);
+  return it == queues_.end() ? 0 : static_cast<int64_t>(it->second.size());
 }
 
 bool StoreState::delete_key(const std::string& key) { return kv_.erase(key) > 0; }
@@ -68,7 +94,7 @@ bool StoreState::wait(ConnId conn, const std::vector<std::string>& keys) {
   cancel_wait(conn);
   std::unordered_set<std::string> missing;
   for (const auto& k : keys)
-    if (!kv_.count(k)) missing.insert(k);
+    if (!present(k)) missing.insert(k);
   if (missing.empty()) return true;
   for (const auto& k : missing) waiters_[k].push_back(conn);
   pending_.emplace(conn, std::move(missing));
@@ -88,20 +114,27 @@ void StoreState::cancel_wait(ConnId conn) {
   pending_.erase(it);
 }
 
-void StoreState::wake(const std::string& key, std::vector<ConnId>* woken) {
+void StoreState::wake(const std::string& key, std::vector<ConnId>* woken, bool only_one) {
   auto w = waiters_.find(key);
   if (w == waiters_.end()) return;
-  std::vector<ConnId> conns = std::move(w->second);
-  waiters_.erase(w);
-  for (ConnId c : conns) {
-    auto p = pending_.find(c);
+  auto& conns = w->second;
+  size_t i = 0;
+  for (; i < conns.size(); ++i) {
+    auto p = pending_.find(conns[i]);
     if (p == pending_.end()) continue;
     p->second.erase(key);
     if (p->second.empty()) {
       pending_.erase(p);
-      woken->push_back(c);
+      woken->push_back(conns[i]);
+      if (only_one) {
+        ++i;
+        break;
+      }
     }
   }
+  // A queue push wakes one waiter; the ones after it keep waiting for the next push.
+  conns.erase(conns.begin(), conns.begin() + static_cast<std::ptrdiff_t>(i));
+  if (conns.empty()) waiters_.erase(w);
 }
 
 }  // namespace ddp::store

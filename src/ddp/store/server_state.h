@@ -3,6 +3,7 @@
 // mutation reports which connections' WAITs it completed, and the event loop answers them.
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -33,6 +34,13 @@ class StoreState {
   int64_t num_keys() const { return static_cast<int64_t>(kv_.size()); }
   std::vector<std::string> keys() const;
 
+  // c10d's queues (2.x QUEUE_PUSH/QUEUE_POP/QUEUE_LEN): a WAIT on a queue's name returns once the
+  // queue is non-empty; a push wakes one such waiter.
+  void queue_push(const std::string& queue, Bytes value, std::vector<ConnId>* woken);
+  /// The length before popping, and the popped value when there was one.
+  std::pair<int64_t, std::optional<Bytes>> queue_pop(const std::string& queue);
+  int64_t queue_len(const std::string& queue) const;
+
   /// True when every key exists now (answer at once); otherwise `conn` waits for the missing ones
   /// (replacing any WAIT it had pending) and is reported by a later mutation.
   bool wait(ConnId conn, const std::vector<std::string>& keys);
@@ -42,9 +50,11 @@ class StoreState {
   size_t waiting_connections() const { return pending_.size(); }
 
  private:
-  void wake(const std::string& key, std::vector<ConnId>* woken);
+  void wake(const std::string& key, std::vector<ConnId>* woken, bool only_one = false);
+  bool present(const std::string& key) const;
 
   std::unordered_map<std::string, Bytes> kv_;
+  std::unordered_map<std::string, std::deque<Bytes>> queues_;
   std::unordered_map<std::string, std::vector<ConnId>> waiters_;  // key -> connections waiting on it
   std::unordered_map<ConnId, std::unordered_set<std::string>> pending_;  // conn -> keys still missing
 };

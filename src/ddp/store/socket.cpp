@@ -273,7 +273,10 @@ std::string peer_name(int fd) {
   if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, serv, sizeof serv,
                     NI_NUMERICHOST | NI_NUMERICSERV) != 0)
     return "?";
-  return std::string(host) + ":" + serv;
+  std::string h = host;
+  if (h.rfind("::ffff:", 0) == 0 && h.find('.') != std::string::npos) h = h.substr(7);  // v4-mapped
+  else if (h.find(':') != std::string::npos) h = "[" + h + "]";
+  return h + ":" + serv;
 }
 
 void set_nonblocking(int fd) {

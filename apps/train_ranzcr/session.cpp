@@ -1,0 +1,48 @@
+#include "session.h"
+
+#include <ddp/errors.h>
+#include <ddp/init.h>
+#include <ddp/logging.h>
+#include <ddp/process_group.h>
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace train_ranzcr {
+
+Session start_session(const Options& o) {
+  Session s;
+  if (o.device == "cpu") {
+    s.device = c10::Device(c10::kCPU);
+  } else {
+    s.device = ddp::default_device();
+    if (o.device == "cuda" && !s.device.is_cuda()) {
+      throw ddp::ConfigError("--device cuda: no usable CUDA device (" + ddp::cpu_fallback_reason() + ")");
+    }
+  }
+  if (o.amp == "bf16" && !s.device.is_cuda()) {
+    // bf16 autocast on CPU is slower than fp32 on CPUs without bf16 units; refuse rather than surprise.
+    throw ddp::ConfigError("--amp bf16 needs a CUDA device; this run uses " + s.device.str() +
+                           (o.device == "auto" ? " (" + ddp::cpu_fallback_reason() + ")" : std::string()));
+  }
+  s.amp = o.amp == "bf16";
+  if (o.backend == "nccl" && !s.device.is_cuda()) {
+    throw ddp::ConfigError("--backend nccl needs --device cuda (this run uses " + s.device.str() + ")");
+  }
+  ddp::InitOptions init;
+  init.backend = o.backend;
+  init.device = s.device;
+  s.pg = ddp::init_process_group(init);
+  const int local = std::max(1, ddp::world().local_world_size);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  s.threads = o.threads > 0 ? o.threads : std::max(1, cores / local);
+  at::set_num_threads(s.threads);
+  DDP_LOG(INFO) << "train_ranzcr rank " << s.pg->rank() << "/" << s.pg->size() << " on " << s.device.str()
+                << ", backend " << s.pg->backend_name() << ", " << s.threads << " compute threads, "
+                << o.workers << " loader threads" << (s.amp ? ", bf16 autocast" : "");
+  return s;
+}
+
+}  // namespace train_ranzcr

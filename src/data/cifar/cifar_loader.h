@@ -1,0 +1,82 @@
+#pragma once
+// Batches of one CIFAR-10 split for one rank: this rank's sample order in, normalised (and for
+// training, augmented) batches out, assembled ahead of time on background threads and delivered on
+// the target device.
+//
+//   CifarLoader loader(data.train, CifarLoaderOptions().batch_size(64).workers(1).device(device)
+//                                      .augment(CifarAugment().seed(1)));
+//   loader.start_epoch(epoch, sampler.indices());
+//   while (auto batch = loader.next()) step(batch->images, batch->labels);
+//
+// What a batch holds depends only on (indices, epoch, seed), never on thread timing.
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "data/cifar/cifar_dataset.h"
+#include "data/cifar/cifar_transforms.h"
+#include "data/common/ordered_prefetcher.h"
+
+namespace ddp::data {
+
+struct CifarBatch {
+  at::Tensor images;  ///< float [b, 3, 32, 32] on the loader's device
+  at::Tensor labels;  ///< int64 [b] on the loader's device
+  int64_t index = 0;  ///< batch number within the epoch
+};
+
+struct CifarLoaderOptions {
+#define DDP_LOADER_OPTION(type, name, init) \
+  CifarLoaderOptions& name(type v) {        \
+    name##_ = v;                            \
+    return *this;                           \
+  }                                         \
+  type name() const { return name##_; }     \
+  type name##_ = init
+  DDP_LOADER_OPTION(int64_t, batch_size, 64);
+  /// Background threads assembling batches; 0 assembles them inline in next().
+  DDP_LOADER_OPTION(int, workers, 1);
+  /// Ready batches kept ahead of the consumer.
+  DDP_LOADER_OPTION(int, prefetch, 4);
+  /// Drop a last batch smaller than batch_size (DataLoader's drop_last).
+  DDP_LOADER_OPTION(bool, drop_last, false);
+  DDP_LOADER_OPTION(c10::Device, device, c10::Device(c10::kCPU));
+  DDP_LOADER_OPTION(CifarAugment, augment, CifarAugment().enabled(false));
+#undef DDP_LOADER_OPTION
+};
+
+class CifarLoader {
+ public:
+  CifarLoader(const CifarSplit& split, CifarLoaderOptions options);
+  ~CifarLoader();
+
+  /// Begins an epoch over `indices` (this rank's samples, in order), skipping the first
+  /// `first_batch` batches (resuming mid-epoch). Any unfinished epoch is abandoned.
+  void start_epoch(int64_t epoch, std::vector<int64_t> indices, int64_t first_batch = 0);
+  /// The next batch of the current epoch, or nullopt at its end.
+  std::optional<CifarBatch> next();
+
+  /// Batches an epoch over `num_samples` samples yields (before skipping).
+  int64_t batches_for(int64_t num_samples) const;
+  const CifarLoaderOptions& options() const { return options_; }
+
+ private:
+  struct HostBatch {
+    at::Tensor images, labels;
+    int64_t index;
+  };
+  HostBatch make_host_batch(int64_t batch) const;
+
+  const CifarSplit& split_;
+  CifarLoaderOptions options_;
+  int64_t epoch_ = 0;
+  int64_t first_batch_ = 0;
+  std::vector<int64_t> indices_;
+  std::unique_ptr<OrderedPrefetcher<HostBatch>> prefetcher_;
+};
+
+}  // namespace ddp::data

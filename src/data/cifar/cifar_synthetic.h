@@ -1,0 +1,51 @@
+#pragma once
+// A learnable stand-in for CIFAR-10, written in the published layouts (what tools/
+// make_cifar10_synthetic does). Each class has its own colour and stripe pattern (horizontal
+// stripes for classes 0-4, vertical for 5-9, a class-specific frequency, random phase and
+// brightness) plus Gaussian noise, so the seed's small CNN reaches >= 90% within a couple of epochs
+// while the data still exercise every reader, augmentation and the whole training loop.
+//
+//   write_synthetic_cifar10(SyntheticCifarOptions().out_dir("/tmp/c10").train(10000).test(2000));
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ddp::data {
+
+struct SyntheticCifarOptions {
+#define DDP_SYN_OPTION(type, name, init) \
+  SyntheticCifarOptions& name(type v) {  \
+    name##_ = v;                         \
+    return *this;                        \
+  }                                      \
+  const type& name() const { return name##_; } \
+  type name##_ = init
+  DDP_SYN_OPTION(std::string, out_dir, "");
+  /// Training images; split evenly over data_batch_1..5, so a multiple of 5.
+  DDP_SYN_OPTION(int64_t, train, 50000);
+  DDP_SYN_OPTION(int64_t, test, 10000);
+  DDP_SYN_OPTION(uint64_t, seed, 0);
+  DDP_SYN_OPTION(bool, write_binary, true);  ///< cifar-10-batches-bin/
+  DDP_SYN_OPTION(bool, write_python, true);  ///< cifar-10-batches-py/ (protocol-2 pickles)
+#undef DDP_SYN_OPTION
+};
+
+/// One generated split: n images [n][3][32][32] and their labels.
+struct SyntheticSplit {
+  int64_t count = 0;
+  std::vector<uint8_t> pixels;
+  std::vector<uint8_t> labels;
+};
+
+/// The images of a split (0 = train, 1 = test), a pure function of (seed, split, n).
+SyntheticSplit generate_synthetic_split(uint64_t seed, int split, int64_t n);
+
+/// Writes the requested layouts under out_dir (created if missing). ConfigError on bad options,
+/// DataError when a file cannot be written.
+void write_synthetic_cifar10(const SyntheticCifarOptions& options);
+
+/// The real CIFAR-10 class names, in label order.
+const std::vector<std::string>& cifar10_class_names();
+
+}  // namespace ddp::data

@@ -1,0 +1,149 @@
+#include "data/ranzcr/image_cache.h"
+
+#include "data/ranzcr/image.h"
+
+#include <ddp/errors.h>
+#include <ddp/logging.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace ddp::ranzcr {
+namespace fs = std::filesystem;
+
+uint32_t crc32(const uint8_t* data, size_t size, uint32_t crc) {
+  static const std::array<uint32_t, 256> table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  crc = ~crc;
+  for (size_t i = 0; i < size; ++i) crc = table[(crc ^ data[i]) & 0xFF] ^ (crc >> 8);
+  return ~crc;
+}
+
+namespace {
+
+constexpr char kMagic[8] = {'D', 'D', 'P', 'R', 'Z', 'C', '0', '1'};
+
+#pragma pack(push, 1)
+struct Header {
+  char magic[8];
+  uint32_t width;
+  uint32_t height;
+  uint64_t source_size;
+  int64_t source_mtime_ns;
+  uint32_t pixels_crc;
+  uint8_t reserved[12];
+};
+#pragma pack(pop)
+static_assert(sizeof(Header) == 48, "cache header is 48 bytes");
+
+struct SourceStamp {
+  uint64_t size;
+  int64_t mtime_ns;
+};
+
+bool stat_source(const std::string& path, SourceStamp* stamp) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return false;
+  stamp->size = static_cast<uint64_t>(st.st_size);
+  stamp->mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+  return true;
+}
+
+// The cached image when the entry exists and is valid for `stamp`; empty otherwise. `present` says
+// whether a file was there at all (an invalid one is "rebuilt").
+cv::Mat read_entry(const std::string& path, int size, const SourceStamp& stamp, bool* present) {
+  std::ifstream in(path, std::ios::binary);
+  *present = static_cast<bool>(in);
+  if (!in) return {};
+  Header h;
+  if (!in.read(reinterpret_cast<char*>(&h), sizeof h)) return {};
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.width != static_cast<uint32_t>(size) ||
+      h.height != static_cast<uint32_t>(size) || h.source_size != stamp.size ||
+      h.source_mtime_ns != stamp.mtime_ns) {
+    return {};
+  }
+  cv::Mat img(size, size, CV_8UC1);
+  const size_t n = static_cast<size_t>(size) * size;
+  if (!in.read(reinterpret_cast<char*>(img.data), static_cast<std::streamsize>(n))) return {};
+  if (in.peek() != std::char_traits<char>::eof()) return {};  // trailing bytes: not ours
+  if (crc32(img.data, n) != h.pixels_crc) return {};
+  return img;
+}
+
+void write_entry(const std::string& path, const cv::Mat& img, const SourceStamp& stamp) {
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.width = static_cast<uint32_t>(img.cols);
+  h.height = static_cast<uint32_t>(img.rows);
+  h.source_size = stamp.size;
+  h.source_mtime_ns = stamp.mtime_ns;
+  const size_t n = static_cast<size_t>(img.cols) * img.rows;
+  h.pixels_crc = crc32(img.data, n);
+  // Unique temporary name per process and thread; rename() is atomic within a file system.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                          std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(&h), sizeof h);
+    out.write(reinterpret_cast<const char*>(img.data), static_cast<std::streamsize>(n));
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw ddp::DataError("cannot write cache entry '" + tmp + "' (disk full or read-only cache folder?)");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw ddp::DataError("cannot move cache entry into place at '" + path + "': " + ec.message());
+  }
+}
+
+}  // namespace
+
+ImageCache::ImageCache(const std::string& dir, int size) : dir_(dir + "/" + std::to_string(size)), size_(size) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec || !fs::is_directory(dir_)) {
+    throw ddp::DataError("cannot create cache folder '" + dir_ + "'" + (ec ? ": " + ec.message() : ""));
+  }
+}
+
+std::string ImageCache::entry_path(const std::string& uid) const { return dir_ + "/" + uid + ".u8"; }
+
+cv::Mat ImageCache::load(const std::string& uid, const std::string& source) {
+  SourceStamp stamp;
+  if (!stat_source(source, &stamp)) throw ddp::DataError("cannot open image '" + source + "' (uid " + uid + ")");
+  const std::string entry = entry_path(uid);
+  bool present = false;
+  cv::Mat img = read_entry(entry, size_, stamp, &present);
+  if (!img.empty()) {
+    ++hits_;
+    return img;
+  }
+  if (present) {
+    ++rebuilt_;
+    DDP_LOG(WARN) << "cache entry '" << entry << "' is stale or damaged; rebuilding it from '" << source << "'";
+  } else {
+    ++misses_;
+  }
+  img = decode_resized(source, size_);
+  write_entry(entry, img, stamp);
+  return img;
+}
+
+}  // namespace ddp::ranzcr

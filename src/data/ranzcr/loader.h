@@ -1,0 +1,152 @@
+#pragma once
+// Batches of RANZCR images decoded, resized, augmented and normalised on a pool of threads, a few
+// batches ahead of the training loop, so neither the GPU nor the CPU waits for data.
+//
+//   auto data = std::make_shared<ddp::ranzcr::Dataset>(records, "data/train");
+//   ddp::ranzcr::BatchLoader loader(data, ddp::ranzcr::LoaderOptions().batch_size(32)
+//                                             .image_size(224).workers(4).augment(true));
+//   loader.start_epoch(sampler.indices(), epoch);          // indices into data->records
+//   ddp::ranzcr::Batch batch;
+//   while (loader.next(&batch)) { model(batch.images) ... batch.targets ... }
+//
+// Samples are produced in order; sample i of epoch e is augmented with its own random stream
+// (seed, e, index), so results do not depend on the number of threads or their timing.
+// With workers() >= 1 the loader sets OpenCV's own thread count to 1: parallelism comes from the
+// pool, one image per thread.
+
+#include "data/ranzcr/image.h"
+#include "data/ranzcr/records.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ddp::ranzcr {
+
+class ImageCache;
+
+/// Records and the folder their images are in.
+struct Dataset {
+  Dataset(std::vector<Record> records, std::string image_dir)
+      : records(std::move(records)), image_dir(std::move(image_dir)) {}
+  std::string image_path(int64_t i) const { return image_dir + "/" + records[i].file_name; }
+
+  std::vector<Record> records;
+  std::string image_dir;
+};
+
+/// Checks that every image of `dataset` exists (a stat, no decode). Missing ones are a DataError
+/// naming the first uids and the count; with `skip_missing` they are dropped from the records with
+/// a warning instead. Returns how many were dropped.
+int64_t check_images_exist(Dataset& dataset, bool skip_missing);
+
+struct LoaderOptions {
+  LoaderOptions& batch_size(int64_t v) { batch_size_ = v; return *this; }
+  LoaderOptions& image_size(int v) { image_size_ = v; return *this; }
+  /// Decoding threads (0: decode on the calling thread inside next(), no prefetch).
+  LoaderOptions& workers(int v) { workers_ = v; return *this; }
+  /// Batches prepared ahead of the one being consumed.
+  LoaderOptions& prefetch_batches(int v) { prefetch_batches_ = v; return *this; }
+  LoaderOptions& augment(bool v) { augment_ = v; return *this; }
+  LoaderOptions& augment_options(AugmentOptions v) { augment_options_ = v; return *this; }
+  LoaderOptions& seed(uint64_t v) { seed_ = v; return *this; }
+  /// An undecodable image becomes a zero image with valid = 0 (and a warning) instead of an error.
+  LoaderOptions& skip_bad_images(bool v) { skip_bad_images_ = v; return *this; }
+  /// Folder of resized images (ImageCache); empty: decode every time.
+  LoaderOptions& cache_dir(std::string v) { cache_dir_ = std::move(v); return *this; }
+  /// Allocate batches in page-locked memory (CUDA builds only) for asynchronous copies.
+  LoaderOptions& pin_memory(bool v) { pin_memory_ = v; return *this; }
+  LoaderOptions& drop_last(bool v) { drop_last_ = v; return *this; }
+
+  int64_t batch_size() const { return batch_size_; }
+  int image_size() const { return image_size_; }
+  int workers() const { return workers_; }
+  int prefetch_batches() const { return prefetch_batches_; }
+  bool augment() const { return augment_; }
+  const AugmentOptions& augment_options() const { return augment_options_; }
+  uint64_t seed() const { return seed_; }
+  bool skip_bad_images() const { return skip_bad_images_; }
+  const std::string& cache_dir() const { return cache_dir_; }
+  bool pin_memory() const { return pin_memory_; }
+  bool drop_last() const { return drop_last_; }
+
+ private:
+  int64_t batch_size_ = 32;
+  int image_size_ = 224;
+  int workers_ = 2;
+  int prefetch_batches_ = 4;
+  bool augment_ = false;
+  AugmentOptions augment_options_;
+  uint64_t seed_ = 0;
+  bool skip_bad_images_ = false;
+  std::string cache_dir_;
+  bool pin_memory_ = false;
+  bool drop_last_ = false;
+};
+
+struct Batch {
+  at::Tensor images;             ///< [B, 1, S, S] float32, normalised
+  at::Tensor targets;            ///< [B, 11] float32
+  std::vector<int64_t> indices;  ///< record index of each row
+  std::vector<uint8_t> valid;    ///< 0: the image could not be decoded (skip_bad_images), zeros
+  int64_t num_valid = 0;
+};
+
+class BatchLoader {
+ public:
+  BatchLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions options);
+  ~BatchLoader();
+  BatchLoader(const BatchLoader&) = delete;
+  BatchLoader& operator=(const BatchLoader&) = delete;
+
+  /// Begins an epoch over `indices` (record indices, in order); abandons what is left of the
+  /// previous one. `epoch` selects the augmentation streams.
+  void start_epoch(std::vector<int64_t> indices, uint64_t epoch);
+  /// The next batch of the epoch; false when the epoch is done. Rethrows a worker's DataError.
+  bool next(Batch* batch);
+
+  int64_t batches_in_epoch() const;
+  /// Undecodable images replaced so far (skip_bad_images).
+  int64_t bad_images() const { return bad_images_.load(); }
+  /// Seconds next() spent waiting for data since construction (0 when the pool keeps up).
+  double wait_seconds() const;
+  const ImageCache* cache() const { return cache_.get(); }
+  const LoaderOptions& options() const { return options_; }
+
+ private:
+  struct Slot;
+  void worker_loop();
+  std::shared_ptr<Slot> slot_for_locked(int64_t batch);
+  void fill_sample(Slot& slot, int64_t row, int64_t index, uint64_t epoch);
+
+  std::shared_ptr<const Dataset> dataset_;
+  LoaderOptions options_;
+  std::unique_ptr<ImageCache> cache_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable work_cv_;  // workers: a job may be available
+  std::condition_variable done_cv_;  // consumer / start_epoch: a sample finished
+  std::vector<int64_t> indices_;
+  uint64_t epoch_ = 0;
+  uint64_t generation_ = 0;
+  int64_t total_ = 0;        // samples in this epoch (after drop_last)
+  int64_t next_job_ = 0;     // next sample position to hand out
+  int64_t consumed_ = 0;     // batches handed to next()
+  int64_t in_flight_ = 0;    // samples being processed by workers
+  std::map<int64_t, std::shared_ptr<Slot>> slots_;
+  bool stop_ = false;
+  std::atomic<int64_t> bad_images_{0};
+  std::atomic<int64_t> wait_ns_{0};
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace ddp::ranzcr

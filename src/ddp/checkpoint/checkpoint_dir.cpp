@@ -1,0 +1,118 @@
+#include "ddp/checkpoint/checkpoint_dir.h"
+
+#include <ddp/checkpoint.h>
+#include <ddp/logging.h>
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace ddp {
+namespace detail {
+namespace {
+
+constexpr const char* kPrefix = "ckpt-";
+constexpr const char* kSuffix = ".ddpckpt";
+constexpr size_t kDigits = 12;
+
+std::vector<std::string> dir_entries(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return names;
+  while (dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
+  ::closedir(d);
+  return names;
+}
+
+}  // namespace
+
+std::optional<int64_t> checkpoint_step_from_name(const std::string& name) {
+  const size_t prefix = std::strlen(kPrefix), suffix = std::strlen(kSuffix);
+  if (name.size() < prefix + 1 + suffix) return std::nullopt;
+  if (name.compare(0, prefix, kPrefix) != 0) return std::nullopt;
+  if (name.compare(name.size() - suffix, suffix, kSuffix) != 0) return std::nullopt;
+  std::string digits = name.substr(prefix, name.size() - prefix - suffix);
+  if (digits.size() < kDigits || digits.size() > 18) return std::nullopt;
+  int64_t step = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    step = step * 10 + (c - '0');
+  }
+  // Only the canonical spelling, so every rank maps a step to the same file.
+  if (ddp::checkpoint_file_name(step) != name) return std::nullopt;
+  return step;
+}
+
+std::vector<CheckpointFile> checkpoint_files(const std::string& dir) {
+  std::vector<CheckpointFile> files;
+  for (const auto& name : dir_entries(dir))
+    if (auto step = checkpoint_step_from_name(name)) files.push_back({dir + "/" + name, *step});
+  std::sort(files.begin(), files.end(), [](const CheckpointFile& a, const CheckpointFile& b) {
+    return a.global_step != b.global_step ? a.global_step < b.global_step : a.path < b.path;
+  });
+  return files;
+}
+
+void prune_checkpoints(const std::string& dir, int keep) {
+  if (keep <= 0) return;
+  auto files = checkpoint_files(dir);
+  if (files.size() <= static_cast<size_t>(keep)) return;
+  for (size_t i = 0; i + keep < files.size(); ++i) {
+    if (::unlink(files[i].path.c_str()) == 0) {
+      DDP_LOG(DEBUG) << "checkpoint " << files[i].path << " deleted (keeping the newest " << keep << ")";
+    } else if (errno != ENOENT) {
+      DDP_LOG(WARN) << "could not delete old checkpoint " << files[i].path << ": " << std::strerror(errno);
+    }
+  }
+}
+
+void retire_checkpoints_after(const std::string& dir, int64_t global_step) {
+  for (const auto& f : checkpoint_files(dir)) {
+    if (f.global_step <= global_step) continue;
+    std::string stale = f.path + ".stale";
+    if (::rename(f.path.c_str(), stale.c_str()) == 0) {
+      DDP_LOG(WARN) << "checkpoint " << f.path << " is newer (global step " << f.global_step
+                    << ") than this run (step " << global_step << "): it belongs to a replaced run, renamed to "
+                    << stale;
+    } else {
+      DDP_LOG(WARN) << "could not rename replaced checkpoint " << f.path << ": " << std::strerror(errno);
+    }
+  }
+}
+
+void remove_stale_temporaries(const std::string& dir) {
+  const std::string marker = ".tmp-";
+  for (const auto& name : dir_entries(dir)) {
+    if (name.rfind(std::string(".") + kPrefix, 0) != 0) continue;
+    size_t at = name.rfind(marker);
+    if (at == std::string::npos) continue;
+    long pid = std::strtol(name.c_str() + at + marker.size(), nullptr, 10);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;  // its writer may still run
+    std::string path = dir + "/" + name;
+    if (::unlink(path.c_str()) == 0) {
+      DDP_LOG(INFO) << "removed " << path << ", left behind by an interrupted checkpoint write";
+    }
+  }
+}
+
+}  // namespace detail
+
+std::string checkpoint_file_name(int64_t global_step) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s%0*lld%s", detail::kPrefix, static_cast<int>(detail::kDigits),
+                static_cast<long long>(global_step), detail::kSuffix);
+  return buf;
+}
+
+std::vector<std::string> list_checkpoints(const std::string& dir) {
+  std::vector<std::string> out;
+  for (auto& f : detail::checkpoint_files(dir)) out.push_back(f.path);
+  return out;
+}
+
+}  // namespace ddp

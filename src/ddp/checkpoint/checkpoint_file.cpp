@@ -1,0 +1,178 @@
+#include "ddp/checkpoint/checkpoint_file.h"
+
+#include <ddp/errors.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "ddp/checkpoint/crc32c.h"
+
+namespace ddp::detail {
+namespace {
+
+constexpr char kMagic[8] = {'D', 'D', 'P', 'C', 'K', 'P', 'T', '1'};
+constexpr uint32_t kVersion = 1;
+
+void put_u32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+void put_u64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+uint32_t get_u32(std::string_view b, size_t at) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
+  return v;
+}
+uint64_t get_u64(std::string_view b, size_t at) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
+  return v;
+}
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// write(2) until everything is out; false with errno set on failure.
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string make_checkpoint_header(std::string_view payload) {
+  std::string h(kMagic, sizeof kMagic);
+  put_u32(h, kVersion);
+  put_u32(h, 0);
+  put_u64(h, payload.size());
+  put_u32(h, crc32c(payload.data(), payload.size()));
+  put_u32(h, crc32c(h.data(), h.size()));
+  return h;
+}
+
+std::string_view verified_payload(const std::string& path, std::string_view bytes) {
+  auto fail = [&](const std::string& what) { return DataError("checkpoint " + path + ": " + what); };
+  if (bytes.size() < kCheckpointHeaderSize)
+    throw fail("truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the " +
+               std::to_string(kCheckpointHeaderSize) + "-byte header");
+  if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    throw fail("not a ddp checkpoint (bad magic bytes)");
+  uint32_t stored_header_crc = get_u32(bytes, 28);
+  uint32_t header_crc = crc32c(bytes.data(), 28);
+  if (stored_header_crc != header_crc)
+    throw fail("header checksum mismatch (stored " + hex32(stored_header_crc) + ", computed " +
+               hex32(header_crc) + ")");
+  uint32_t version = get_u32(bytes, 8);
+  if (version != kVersion)
+    throw fail("unsupported format version " + std::to_string(version) + " (this build reads " +
+               std::to_string(kVersion) + ")");
+  uint64_t payload_size = get_u64(bytes, 16);
+  uint64_t present = bytes.size() - kCheckpointHeaderSize;
+  if (present < payload_size)
+    throw fail("truncated: header says " + std::to_string(payload_size) + " payload bytes, file has " +
+               std::to_string(present));
+  if (present > payload_size)
+    throw fail(std::to_string(present - payload_size) + " unexpected bytes after the payload");
+  std::string_view payload = bytes.substr(kCheckpointHeaderSize);
+  uint32_t stored = get_u32(bytes, 24);
+  uint32_t computed = crc32c(payload.data(), payload.size());
+  if (stored != computed)
+    throw fail("payload checksum mismatch (CRC32C stored " + hex32(stored) + ", computed " +
+               hex32(computed) + "): the file is corrupt");
+  return payload;
+}
+
+std::string read_whole_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError("checkpoint " + path + ": cannot open: " + errno_text(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw DataError("checkpoint " + path + ": not a regular file");
+  }
+  std::string out;
+  out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      throw DataError("checkpoint " + path + ": read failed: " + errno_text(err));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+void make_dirs(const std::string& dir) {
+  if (dir.empty()) return;
+  std::string partial;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    partial = dir.substr(0, pos);
+    if (partial.empty()) continue;
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+      throw DataError("checkpoint folder " + dir + ": cannot create " + partial + ": " + errno_text(errno));
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw DataError("checkpoint folder " + dir + " is not a folder");
+}
+
+void write_file_atomically(const std::string& dir, const std::string& name, std::string_view header,
+                           std::string_view payload) {
+  const std::string final_path = dir + "/" + name;
+  // Dot-prefixed so listings never take it for a checkpoint; the pid tells stale ones apart.
+  const std::string tmp_path = dir + "/." + name + ".tmp-" + std::to_string(::getpid());
+  auto fail = [&](const std::string& step, int err) {
+    ::unlink(tmp_path.c_str());
+    return DataError("checkpoint " + final_path + ": " + step + " failed: " + errno_text(err));
+  };
+  int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw fail("creating " + tmp_path, errno);
+  if (!write_all(fd, header) || !write_all(fd, payload)) {
+    int err = errno;
+    ::close(fd);
+    throw fail("writing " + tmp_path, err);
+  }
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw fail("fsync of " + tmp_path, err);
+  }
+  if (::close(fd) != 0) throw fail("closing " + tmp_path, errno);
+  if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) throw fail("rename from " + tmp_path, errno);
+  // The rename is durable only once the folder's entry is on disk.
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) throw DataError("checkpoint " + final_path + ": opening the folder for fsync failed: " +
+                               errno_text(errno));
+  int rc = ::fsync(dfd);
+  int err = errno;
+  ::close(dfd);
+  if (rc != 0 && err != EINVAL)  // some filesystems cannot fsync folders; the rename still happened
+    throw DataError("checkpoint " + final_path + ": fsync of the folder failed: " + errno_text(err));
+}
+
+}  // namespace ddp::detail

@@ -1,0 +1,39 @@
+#pragma once
+// The on-disk envelope of a checkpoint and its atomic write.
+//
+// Layout (little-endian): a 32-byte header, then the payload (a LibTorch archive).
+//   0  "DDPCKPT1"          magic
+//   8  u32 version (1)
+//  12  u32 reserved (0)
+//  16  u64 payload size
+//  24  u32 CRC32C of the payload
+//  28  u32 CRC32C of bytes 0..27
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ddp::detail {
+
+constexpr size_t kCheckpointHeaderSize = 32;
+
+/// The header for `payload`.
+std::string make_checkpoint_header(std::string_view payload);
+
+/// Checks header, size and checksum of a whole file's bytes; returns the payload. DataError
+/// "<path>: <what is wrong>" (truncated, bad magic, checksum mismatch, ...).
+std::string_view verified_payload(const std::string& path, std::string_view file_bytes);
+
+/// The whole file. DataError naming the file and the errno text.
+std::string read_whole_file(const std::string& path);
+
+/// Writes header + payload to `dir/name` atomically: a temporary file in the same folder, fsync,
+/// rename over the final name, fsync of the folder. DataError naming the file on any failure (the
+/// temporary file is removed).
+void write_file_atomically(const std::string& dir, const std::string& name, std::string_view header,
+                           std::string_view payload);
+
+/// Creates `dir` and its parents when missing. DataError when that fails or it is not a folder.
+void make_dirs(const std::string& dir);
+
+}  // namespace ddp::detail

@@ -1,0 +1,322 @@
+// ddp::Checkpointer: what goes into a checkpoint, and the resume policy.
+//
+// Payload: a LibTorch archive with
+//   format            "ddp-checkpoint-1"
+//   epoch, step_in_epoch, global_step, samples_in_epoch, world_size, saved_unix_time   (ints)
+//   metadata          Dict[str, str]
+//   model             Dict[str, Tensor]   parameters and buffers by their dotted name (CPU copies)
+//   optimizer         nested archive       torch::optim::Optimizer::save (absent without optimizer)
+//   rng               List[Tensor]         per rank, uint8: rng_state.h's serialized generator states
+#include <ddp/checkpoint.h>
+#include <ddp/errors.h>
+#include <ddp/logging.h>
+#include <ddp/process_group.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+#include <torch/serialize/archive.h>
+
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <sstream>
+
+#include "ddp/checkpoint/checkpoint_dir.h"
+#include "ddp/checkpoint/checkpoint_file.h"
+#include "ddp/checkpoint/collective_device.h"
+#include "ddp/checkpoint/rng_state.h"
+
+namespace ddp {
+namespace {
+
+constexpr const char* kFormat = "ddp-checkpoint-1";
+constexpr int64_t kFresh = -1;        // resume: nothing to load
+constexpr int64_t kRankZeroFailed = -2;
+
+// A checkpoint file opened and verified; the archive stays readable for the optimizer.
+struct OpenedCheckpoint {
+  std::string bytes;
+  torch::serialize::InputArchive archive;
+  CheckpointInfo info;
+};
+
+int64_t read_int(torch::serialize::InputArchive& a, const std::string& key, const std::string& path) {
+  c10::IValue v;
+  if (!a.try_read(key, v) || !v.isInt()) throw DataError("checkpoint " + path + ": '" + key + "' is missing");
+  return v.toInt();
+}
+
+std::unique_ptr<OpenedCheckpoint> open_checkpoint(const std::string& path) {
+  auto ck = std::make_unique<OpenedCheckpoint>();
+  ck->bytes = detail::read_whole_file(path);
+  std::string_view payload = detail::verified_payload(path, ck->bytes);
+  try {
+    ck->archive.load_from(payload.data(), payload.size(), c10::Device(c10::kCPU));
+  } catch (const std::exception& e) {
+    throw DataError("checkpoint " + path + ": checksum is fine but the payload does not parse: " + e.what());
+  }
+  c10::IValue format;
+  if (!ck->archive.try_read("format", format) || !format.isString() || format.toStringRef() != kFormat)
+    throw DataError("checkpoint " + path + ": not a '" + kFormat + "' payload");
+  CheckpointInfo& info = ck->info;
+  info.path = path;
+  info.progress.epoch = read_int(ck->archive, "epoch", path);
+  info.progress.step_in_epoch = read_int(ck->archive, "step_in_epoch", path);
+  info.progress.global_step = read_int(ck->archive, "global_step", path);
+  info.progress.samples_in_epoch = read_int(ck->archive, "samples_in_epoch", path);
+  info.world_size = static_cast<int>(read_int(ck->archive, "world_size", path));
+  c10::IValue metadata;
+  if (!ck->archive.try_read("metadata", metadata) || !metadata.isGenericDict())
+    throw DataError("checkpoint " + path + ": 'metadata' is missing");
+  for (const auto& entry : metadata.toGenericDict())
+    info.metadata[entry.key().toStringRef()] = entry.value().toStringRef();
+  return ck;
+}
+
+// Parameters and buffers by dotted name, as the checkpoint stores them.
+std::vector<std::pair<std::string, at::Tensor>> model_tensors(torch::nn::Module& model) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (auto& p : model.named_parameters(/*recurse=*/true)) out.emplace_back(p.key(), p.value());
+  for (auto& b : model.named_buffers(/*recurse=*/true)) out.emplace_back(b.key(), b.value());
+  return out;
+}
+
+std::string shape_of(const at::Tensor& t) {
+  std::ostringstream s;
+  s << t.sizes() << " " << t.scalar_type();
+  return s.str();
+}
+
+void load_model(OpenedCheckpoint& ck, torch::nn::Module& model) {
+  const std::string& path = ck.info.path;
+  c10::IValue stored;
+  if (!ck.archive.try_read("model", stored) || !stored.isGenericDict())
+    throw DataError("checkpoint " + path + ": 'model' is missing");
+  auto dict = stored.toGenericDict();
+  auto tensors = model_tensors(model);
+  for (auto& [name, target] : tensors)
+    if (!dict.contains(name))
+      throw DataError("checkpoint " + path + " has no tensor '" + name +
+                      "' that the model has: was it saved from a different model?");
+  if (dict.size() != tensors.size()) {
+    for (const auto& entry : dict) {
+      const std::string& name = entry.key().toStringRef();
+      bool known = false;
+      for (auto& t : tensors) known = known || t.first == name;
+      if (!known)
+        throw DataError("checkpoint " + path + " holds tensor '" + name +
+                        "' that the model does not have: was it saved from a different model?");
+    }
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [name, target] : tensors) {
+    at::Tensor source = dict.at(name).toTensor();
+    if (source.sizes() != target.sizes() || source.scalar_type() != target.scalar_type())
+      throw DataError("checkpoint " + path + ": tensor '" + name + "' is " + shape_of(source) +
+                      ", the model's is " + shape_of(target));
+    target.copy_(source);
+  }
+}
+
+}  // namespace
+
+std::string TrainingProgress::describe() const {
+  std::ostringstream s;
+  s << "epoch " << epoch << " step " << step_in_epoch << " (global step " << global_step << ", "
+    << samples_in_epoch << " samples into the epoch on this rank)";
+  return s.str();
+}
+
+struct Checkpointer::Impl {
+  std::shared_ptr<ProcessGroup> pg;
+  detail::NamedGenerators tracked;
+  int rank() const { return pg ? pg->rank() : 0; }
+  int size() const { return pg ? pg->size() : 1; }
+};
+
+Checkpointer::Checkpointer(CheckpointOptions options, std::shared_ptr<ProcessGroup> pg)
+    : options_(std::move(options)), impl_(std::make_unique<Impl>()) {
+  if (options_.keep() < 0) throw ConfigError("checkpoint keep=" + std::to_string(options_.keep()) + " is negative");
+  if (options_.every() < 0)
+    throw ConfigError("checkpoint every=" + std::to_string(options_.every()) + " is negative");
+  impl_->pg = std::move(pg);
+}
+
+Checkpointer::~Checkpointer() = default;
+
+Checkpointer& Checkpointer::track_generator(const std::string& name, at::Generator generator) {
+  for (auto& [n, g] : impl_->tracked)
+    if (n == name) throw ConfigError("generator '" + name + "' is already tracked by the checkpointer");
+  impl_->tracked.emplace_back(name, std::move(generator));
+  return *this;
+}
+
+bool Checkpointer::due(const TrainingProgress& progress) const {
+  return options_.every() > 0 && progress.global_step > 0 && progress.global_step % options_.every() == 0;
+}
+
+std::string Checkpointer::save(torch::nn::Module& model, torch::optim::Optimizer* optimizer,
+                               const TrainingProgress& progress,
+                               const std::map<std::string, std::string>& metadata) {
+  if (options_.dir().empty()) return "";
+  std::string mine = detail::capture_rng_states(impl_->tracked, options_.cuda_rng());
+  std::vector<std::string> rng = impl_->size() > 1 ? detail::allgather_bytes(*impl_->pg, mine)
+                                                   : std::vector<std::string>{mine};
+  std::string written;
+  std::string error;
+  if (impl_->rank() == 0) {
+    try {
+      auto started = std::chrono::steady_clock::now();
+      torch::serialize::OutputArchive archive;
+      archive.write("format", c10::IValue(std::string(kFormat)));
+      archive.write("epoch", c10::IValue(progress.epoch));
+      archive.write("step_in_epoch", c10::IValue(progress.step_in_epoch));
+      archive.write("global_step", c10::IValue(progress.global_step));
+      archive.write("samples_in_epoch", c10::IValue(progress.samples_in_epoch));
+      archive.write("world_size", c10::IValue(static_cast<int64_t>(impl_->size())));
+      archive.write("saved_unix_time",
+                    c10::IValue(static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                                         std::chrono::system_clock::now().time_since_epoch())
+                                                         .count())));
+      c10::Dict<std::string, std::string> meta;
+      for (auto& [k, v] : metadata) meta.insert(k, v);
+      archive.write("metadata", c10::IValue(meta));
+      c10::Dict<std::string, at::Tensor> tensors;
+      for (auto& [name, t] : model_tensors(model)) tensors.insert(name, t.detach().cpu());
+      archive.write("model", c10::IValue(tensors));
+      if (optimizer) {
+        torch::serialize::OutputArchive opt_archive;
+        optimizer->save(opt_archive);
+        archive.write("optimizer", opt_archive);
+      }
+      c10::List<at::Tensor> rng_list;
+      for (auto& blob : rng) {
+        at::Tensor t = at::empty({static_cast<int64_t>(blob.size())}, at::TensorOptions().dtype(at::kByte));
+        std::memcpy(t.data_ptr(), blob.data(), blob.size());
+        rng_list.push_back(t);
+      }
+      archive.write("rng", c10::IValue(rng_list));
+
+      std::string payload;
+      archive.save_to([&](const void* data, size_t n) {
+        payload.append(static_cast<const char*>(data), n);
+        return n;
+      });
+      const std::string name = checkpoint_file_name(progress.global_step);
+      detail::make_dirs(options_.dir());
+      detail::write_file_atomically(options_.dir(), name, detail::make_checkpoint_header(payload), payload);
+      detail::prune_checkpoints(options_.dir(), options_.keep());
+      written = options_.dir() + "/" + name;
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+      DDP_LOG(INFO) << "checkpoint " << written << " written (" << payload.size() / 1024 << " KiB, "
+                    << static_cast<int>(ms) << " ms): " << progress.describe();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  // Nobody returns before the file is durable (a rank that exits right after a SIGTERM checkpoint
+  // must not let its launcher stop rank 0 mid-write), and everybody learns whether it worked.
+  int64_t ok = error.empty() ? 1 : 0;
+  if (impl_->size() > 1) ok = detail::broadcast_int64(*impl_->pg, ok, 0);
+  if (!error.empty()) throw DataError(error);
+  if (!ok) throw DataError("rank 0 failed to write the checkpoint of global step " +
+                           std::to_string(progress.global_step) + " (its log says why)");
+  return written;
+}
+
+CheckpointInfo Checkpointer::load(const std::string& path, torch::nn::Module& model,
+                                  torch::optim::Optimizer* optimizer) {
+  auto ck = open_checkpoint(path);
+  load_model(*ck, model);
+  if (optimizer) {
+    torch::serialize::InputArchive opt_archive;
+    if (!ck->archive.try_read("optimizer", opt_archive))
+      throw DataError("checkpoint " + path + " holds no optimizer state, but the trainer has an optimizer");
+    try {
+      optimizer->load(opt_archive);
+    } catch (const std::exception& e) {
+      throw DataError("checkpoint " + path + ": the optimizer state does not fit this optimizer: " + e.what());
+    }
+  }
+  c10::IValue rng;
+  if (!ck->archive.try_read("rng", rng) || !rng.isTensorList())
+    throw DataError("checkpoint " + path + ": 'rng' is missing");
+  auto blobs = rng.toTensorList();
+  int rank = impl_->rank();
+  if (ck->info.world_size != impl_->size()) {
+    DDP_LOG(WARN) << "checkpoint " << path << " was saved by " << ck->info.world_size << " ranks, this run has "
+                  << impl_->size() << ": the data order and random streams will differ from the saved run";
+  }
+  if (rank < static_cast<int>(blobs.size())) {
+    at::Tensor t = blobs.get(rank).contiguous();
+    std::string blob(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.nbytes()));
+    detail::restore_rng_states(blob, impl_->tracked, options_.cuda_rng(), "checkpoint " + path);
+  } else {
+    DDP_LOG(WARN) << "checkpoint " << path << " holds no RNG state for rank " << rank
+                  << "; its generators keep their current state";
+  }
+  DDP_LOG(INFO) << "resumed from " << path << ": " << ck->info.progress.describe();
+  return ck->info;
+}
+
+std::optional<CheckpointInfo> Checkpointer::resume(const std::string& policy, torch::nn::Module& model,
+                                                   torch::optim::Optimizer* optimizer) {
+  if (policy.empty()) throw ConfigError("resume policy is empty: expected auto, none or a checkpoint file");
+  const bool automatic = policy == "auto";
+  const std::string& dir = options_.dir();
+  if (policy == "none") {
+    if (impl_->rank() == 0 && !dir.empty()) detail::retire_checkpoints_after(dir, kFresh);
+    DDP_LOG(INFO) << "starting fresh (--resume none)";
+    return std::nullopt;
+  }
+  // Rank 0 decides which file (by global step), everyone loads it.
+  int64_t choice = kFresh;
+  std::exception_ptr failure;
+  if (impl_->rank() == 0) {
+    try {
+      if (automatic) {
+        if (!dir.empty()) {
+          detail::remove_stale_temporaries(dir);
+          if (auto latest = find_latest_valid_checkpoint(dir))
+            choice = *detail::checkpoint_step_from_name(latest->substr(latest->rfind('/') + 1));
+        }
+      } else {
+        choice = read_checkpoint_info(policy).progress.global_step;
+      }
+      if (!dir.empty()) detail::retire_checkpoints_after(dir, choice);
+    } catch (const std::exception&) {
+      // Tell the others before failing, so they fail too instead of waiting in a collective.
+      failure = std::current_exception();
+      choice = kRankZeroFailed;
+    }
+  }
+  if (impl_->size() > 1) choice = detail::broadcast_int64(*impl_->pg, choice, 0);
+  if (failure) std::rethrow_exception(failure);
+  if (choice == kRankZeroFailed)
+    throw DataError("rank 0 found no usable checkpoint for --resume " + policy + " (its log says why)");
+  if (choice == kFresh) {
+    DDP_LOG(INFO) << "no checkpoint" << (dir.empty() ? " folder given" : " in " + dir) << ": starting fresh";
+    return std::nullopt;
+  }
+  std::string path = automatic ? dir + "/" + checkpoint_file_name(choice) : policy;
+  return load(path, model, optimizer);
+}
+
+CheckpointInfo read_checkpoint_info(const std::string& path) { return open_checkpoint(path)->info; }
+
+std::optional<std::string> find_latest_valid_checkpoint(const std::string& dir) {
+  auto files = detail::checkpoint_files(dir);
+  if (files.empty()) return std::nullopt;
+  std::string problems;
+  for (auto it = files.rbegin(); it != files.rend(); ++it) {
+    try {
+      read_checkpoint_info(it->path);
+      return it->path;
+    } catch (const DataError& e) {
+      DDP_LOG(WARN) << "skipping unusable checkpoint: " << e.what();
+      problems += std::string("\n  ") + e.what();
+    }
+  }
+  throw DataError("none of the " + std::to_string(files.size()) + " checkpoints in " + dir + " is usable:" + problems);
+}
+
+}  // namespace ddp

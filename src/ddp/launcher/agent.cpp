@@ -1,0 +1,300 @@
+#include "ddp/launcher/agent.h"
+
+#include <ddp/errors.h>
+#include <ddp/logging.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "ddp/launcher/node_coordinator.h"
+#include "ddp/launcher/output_pump.h"
+#include "ddp/launcher/signal_pipe.h"
+#include "ddp/launcher/worker_group.h"
+
+namespace ddp::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+void make_dirs(const std::string& dir) {
+  for (size_t pos = dir.find('/', 1);; pos = dir.find('/', pos + 1)) {
+    std::string partial = dir.substr(0, pos);
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+      throw ConfigError("--log-dir: cannot create " + partial + ": " + std::strerror(errno));
+    if (pos == std::string::npos) break;
+  }
+}
+
+class Agent {
+ public:
+  Agent(const LaunchConfig& config, const std::map<std::string, std::string>& env) : config_(config), env_(env) {}
+
+  int run() {
+    DDP_LOG(INFO) << "ddprun: " << config_.describe();
+    if (config_.nproc_per_node > 1 && !env_.count("OMP_NUM_THREADS"))
+      DDP_LOG(WARN) << "setting OMP_NUM_THREADS=1 for every worker so " << config_.nproc_per_node
+                    << " workers do not oversubscribe the CPUs (as torchrun does); set it to tune";
+    try {
+      coord_ = std::make_unique<NodeCoordinator>(config_, [this] { return check_signals(); });
+      layout_ = coord_->join();
+    } catch (const Interrupted& i) {
+      DDP_LOG(WARN) << "stopped by " << signal_name(i.signal) << " while joining the other nodes";
+      return 128 + i.signal;
+    }
+    DDP_LOG(INFO) << "run " << layout_.run_id << ": node " << config_.node_rank << " runs ranks "
+                  << layout_.rank_offset << ".." << layout_.rank_offset + config_.nproc_per_node - 1 << " of "
+                  << layout_.world_size << "; store " << config_.master_addr << ":" << coord_->port();
+    int64_t round = layout_.round;
+    while (true) {
+      if (stop_signal_) return finish(128 + stop_signal_);
+      std::optional<int> code = run_attempt(round);
+      if (code) return finish(*code);
+    }
+  }
+
+ private:
+  enum class Event { kLocalSuccess, kLocalFailure, kRemoteRestart, kRemoteAbort, kStopSignal };
+  struct Outcome {
+    Event event;
+    int code = 0;
+    int64_t round = 0;
+    std::string reason;
+  };
+
+  // One attempt: start, watch, stop. Returns the exit code when the job is over, or nullopt with
+  // `round` moved on when the workers are to be started again.
+  std::optional<int> run_attempt(int64_t& round) {
+    WorkerGroup group(pump_);
+    try {
+      DDP_LOG(INFO) << "attempt " << round << " (restart " << round << " of at most " << config_.max_restarts
+                    << "): starting " << config_.nproc_per_node << " worker(s)";
+      group.start(make_specs(round));
+      Outcome o = monitor(group, round);
+      switch (o.event) {
+        case Event::kStopSignal: {
+          DDP_LOG(WARN) << "received " << signal_name(stop_signal_) << ": passing it to the workers";
+          stop_workers(group, stop_signal_);
+          auto exits = group.exits();
+          bool all_ok = static_cast<int>(exits.size()) == config_.nproc_per_node;
+          for (auto& e : exits) all_ok = all_ok && e.code == 0;
+          return all_ok ? 0 : 128 + stop_signal_;
+        }
+        case Event::kLocalFailure: {
+          const bool permanent = !is_retryable_exit_code(o.code);
+          if (permanent || round >= config_.max_restarts) {
+            int final_code = coord_->abort(o.code, "node " + std::to_string(config_.node_rank) + ": " + o.reason);
+            DDP_LOG(ERROR) << o.reason << ": "
+                           << (permanent ? "a permanent error (1-127), not restarted"
+                                         : "retryable, but no restarts are left (--max-restarts " +
+                                               std::to_string(config_.max_restarts) + ")");
+            stop_workers(group, SIGTERM);
+            return final_code;
+          }
+          int64_t next = coord_->request_restart(round);
+          DDP_LOG(WARN) << o.reason << ": retryable; restarting every node's workers as attempt " << next;
+          stop_workers(group, SIGTERM);
+          round = next;
+          return std::nullopt;
+        }
+        case Event::kRemoteRestart:
+          DDP_LOG(WARN) << "another node moved the job to attempt " << o.round << ": restarting this node's workers";
+          stop_workers(group, SIGTERM);
+          round = o.round;
+          return std::nullopt;
+        case Event::kRemoteAbort:
+          DDP_LOG(ERROR) << "the job ended on another node with exit code " << o.code << " (" << o.reason
+                         << "): stopping this node's workers";
+          stop_workers(group, SIGTERM);
+          return o.code;
+        case Event::kLocalSuccess:
+          return wait_for_other_nodes(round);
+      }
+    } catch (const Interrupted& i) {
+      stop_workers(group, i.signal);
+      return 128 + i.signal;
+    } catch (const Error& e) {
+      // The store went away or misbehaved: nothing coordinates the nodes any more.
+      DDP_LOG(ERROR) << "ddprun: " << e.what() << "; stopping the workers";
+      stop_workers(group, SIGTERM);
+      return e.exit_code();
+    }
+    return kExitInternal;
+  }
+
+  Outcome monitor(WorkerGroup& group, int64_t round) {
+    auto next_poll = Clock::now();
+    while (true) {
+      wait_events(config_.monitor_interval);
+      if (stop_signal_) return {Event::kStopSignal};
+      std::optional<WorkerExit> failure;
+      for (const auto& e : group.reap()) {
+        if (e.code == 0) {
+          DDP_LOG(INFO) << e.describe();
+          continue;
+        }
+        // Of failures seen together, a permanent one is the cause (the others lost their peer).
+        if (!failure || (is_retryable_exit_code(failure->code) && !is_retryable_exit_code(e.code))) failure = e;
+      }
+      if (failure) return {Event::kLocalFailure, failure->code, 0, failure->describe()};
+      if (group.all_exited()) return {Event::kLocalSuccess};
+      if (Clock::now() >= next_poll) {
+        auto state = coord_->poll();
+        if (state.abort_code) return {Event::kRemoteAbort, *state.abort_code, 0, state.abort_reason};
+        if (state.round > round) return {Event::kRemoteRestart, 0, state.round};
+        next_poll = Clock::now() + config_.monitor_interval;
+      }
+    }
+  }
+
+  // Our workers all succeeded. The job is over when every node's did; another node may still fail
+  // and move the job to a new attempt, which needs our workers again.
+  std::optional<int> wait_for_other_nodes(int64_t& round) {
+    DDP_LOG(INFO) << "all " << config_.nproc_per_node << " worker(s) of this node succeeded";
+    coord_->mark_done(round);
+    while (true) {
+      auto state = coord_->poll();
+      if (state.abort_code) {
+        DDP_LOG(ERROR) << "the job ended on another node with exit code " << *state.abort_code << " ("
+                       << state.abort_reason << ")";
+        return *state.abort_code;
+      }
+      if (state.round > round) {
+        DDP_LOG(WARN) << "another node moved the job to attempt " << state.round << " after this node's workers "
+                      << "finished: starting them again";
+        round = state.round;
+        return std::nullopt;
+      }
+      if (coord_->all_done(round)) return 0;
+      wait_events(config_.monitor_interval);
+      if (stop_signal_) return 0;  // nothing left to stop, and every worker here succeeded
+    }
+  }
+
+  std::vector<WorkerSpec> make_specs(int64_t round) {
+    std::vector<WorkerSpec> specs;
+    for (int lr = 0; lr < config_.nproc_per_node; ++lr) {
+      int rank = layout_.rank_offset + lr;
+      std::map<std::string, std::string> env = env_;
+      auto put = [&](const std::string& k, const std::string& v) { env[k] = v; };
+      put("RANK", std::to_string(rank));
+      put("LOCAL_RANK", std::to_string(lr));
+      put("WORLD_SIZE", std::to_string(layout_.world_size));
+      put("LOCAL_WORLD_SIZE", std::to_string(config_.nproc_per_node));
+      put("GROUP_RANK", std::to_string(config_.node_rank));
+      put("GROUP_WORLD_SIZE", std::to_string(config_.nnodes));
+      put("ROLE_NAME", config_.role);
+      put("ROLE_RANK", std::to_string(rank));
+      put("ROLE_WORLD_SIZE", std::to_string(layout_.world_size));
+      put("MASTER_ADDR", config_.master_addr);
+      put("MASTER_PORT", std::to_string(coord_->port()));
+      put("TORCHELASTIC_RESTART_COUNT", std::to_string(round));
+      put("TORCHELASTIC_MAX_RESTARTS", std::to_string(config_.max_restarts));
+      put("TORCHELASTIC_RUN_ID", layout_.run_id);
+      put("TORCHELASTIC_USE_AGENT_STORE", "True");
+      if (config_.nproc_per_node > 1 && !env_.count("OMP_NUM_THREADS")) put("OMP_NUM_THREADS", "1");
+      WorkerSpec spec;
+      spec.local_rank = lr;
+      spec.rank = rank;
+      spec.argv = config_.program;
+      for (auto& [k, v] : env) spec.env.push_back(k + "=" + v);
+      spec.stdout_to_console = !config_.redirects.has_stdout(lr);
+      spec.stderr_to_console = !config_.redirects.has_stderr(lr);
+      if (!config_.log_dir.empty()) {
+        std::string dir = config_.log_dir + "/" + layout_.run_id + "/attempt_" + std::to_string(round) + "/" +
+                          std::to_string(rank);
+        make_dirs(dir);
+        spec.stdout_file = dir + "/stdout.log";
+        spec.stderr_file = dir + "/stderr.log";
+      }
+      specs.push_back(std::move(spec));
+    }
+    return specs;
+  }
+
+  // Waits up to `timeout` for worker output or a signal; pumps the output; records stop signals.
+  void wait_events(milliseconds timeout) {
+    std::vector<pollfd> fds{pollfd{signals_.fd(), POLLIN, 0}};
+    pump_.append_pollfds(fds);
+    int rc = ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
+    if (rc > 0) pump_.pump();
+    check_signals();
+  }
+
+  int check_signals() {
+    for (int sig : signals_.take()) {
+      ++stop_requests_;
+      if (!stop_signal_) stop_signal_ = sig;
+    }
+    return stop_signal_;
+  }
+
+  // Signal, grace period, SIGKILL; output is pumped throughout and drained at the end.
+  void stop_workers(WorkerGroup& group, int sig) {
+    auto log_exits = [&] {
+      for (const auto& e : group.reap()) DDP_LOG(INFO) << e.describe();
+    };
+    log_exits();
+    if (group.running() > 0) {
+      DDP_LOG(INFO) << "stopping " << group.running() << " worker(s) with " << signal_name(sig) << " (SIGKILL after "
+                    << config_.grace_period.count() / 1000.0 << " s)";
+      group.signal_all(sig);
+      const int requests_before = stop_requests_;
+      auto deadline = Clock::now() + config_.grace_period;
+      while (group.running() > 0) {
+        wait_events(milliseconds(20));
+        log_exits();
+        if (group.running() == 0) break;
+        bool insisted = stop_requests_ > requests_before;  // another SIGTERM/SIGINT to ddprun: no more waiting
+        if (Clock::now() >= deadline || insisted) {
+          DDP_LOG(WARN) << group.running() << " worker(s) still running " << (insisted ? "after a second stop request" : "after the grace period") << ": SIGKILL";
+          group.signal_all(SIGKILL);
+          while (group.running() > 0) {
+            wait_events(milliseconds(20));
+            log_exits();
+          }
+        }
+      }
+    }
+    // The last output, unless leftover grandchildren keep the pipes open.
+    auto drain_deadline = Clock::now() + milliseconds(2000);
+    while (pump_.any_open() && Clock::now() < drain_deadline) wait_events(milliseconds(20));
+    pump_.close_all();
+  }
+
+  int finish(int code) {
+    pump_.close_all();
+    try {
+      // Node 0's store must outlive the other nodes' last look at it.
+      coord_->leave(std::max(milliseconds(10000), config_.monitor_interval * 20));
+    } catch (const std::exception& e) {
+      DDP_LOG(DEBUG) << "leaving the store: " << e.what();
+    }
+    if (code == 0) DDP_LOG(INFO) << "ddprun: done, every worker succeeded";
+    else DDP_LOG(ERROR) << "ddprun: exit code " << code << (is_retryable_exit_code(code) ? " (retryable)" : " (permanent)");
+    return code;
+  }
+
+  const LaunchConfig& config_;
+  std::map<std::string, std::string> env_;
+  SignalPipe signals_;
+  OutputPump pump_;
+  std::unique_ptr<NodeCoordinator> coord_;
+  NodeCoordinator::Layout layout_;
+  int stop_signal_ = 0;
+  int stop_requests_ = 0;
+};
+
+}  // namespace
+
+int run_launcher(const LaunchConfig& config, const std::map<std::string, std::string>& env) {
+  Agent agent(config, env);
+  return agent.run();
+}
+
+}  // namespace ddp::launcher

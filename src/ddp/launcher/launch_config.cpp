@@ -1,0 +1,373 @@
+#include "ddp/launcher/launch_config.h"
+
+#include <ddp/errors.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <sstream>
+
+#include "ddp/core/env_parse.h"
+#include "ddp/launcher/nproc.h"
+
+namespace ddp::launcher {
+namespace {
+
+using EnvMap = std::map<std::string, std::string>;
+using detail::parse_env_int;
+
+enum class Kind { kValue, kBool, kIgnored };
+
+struct FlagSpec {
+  const char* name;  // canonical, dashes
+  Kind kind;
+  const char* help;
+};
+
+// torchrun's flags we take (underscore spellings are accepted too), plus ours marked (ddprun).
+const std::vector<FlagSpec>& flag_specs() {
+  static const std::vector<FlagSpec> specs = {
+      {"nproc-per-node", Kind::kValue, "workers on this node: N, auto (GPUs, else CPUs), gpu or cpu [1]"},
+      {"nnodes", Kind::kValue, "number of nodes (N or N:N) [1]"},
+      {"node-rank", Kind::kValue, "this node's index [PET_NODE_RANK, JOB_COMPLETION_INDEX, RANK, 0]"},
+      {"master-addr", Kind::kValue, "node 0's address; it hosts the store there [MASTER_ADDR, 127.0.0.1]"},
+      {"master-port", Kind::kValue, "the store's port on node 0 [MASTER_PORT, 29500]"},
+      {"standalone", Kind::kBool, "one node, store on a free local port"},
+      {"max-restarts", Kind::kValue, "restarts of the worker group after a retryable failure [0]"},
+      {"monitor-interval", Kind::kValue, "seconds between checks of workers and other nodes [0.1]"},
+      {"grace-period", Kind::kValue, "(ddprun) seconds between SIGTERM and SIGKILL when stopping workers [30]"},
+      {"join-timeout", Kind::kValue, "(ddprun) seconds to wait for node 0's store and the other nodes [900]"},
+      {"run-id", Kind::kValue, "job id: TORCHELASTIC_RUN_ID and the --log-dir subfolder [made up by node 0]"},
+      {"role", Kind::kValue, "worker role name (ROLE_NAME) [default]"},
+      {"log-dir", Kind::kValue, "write <log-dir>/<run-id>/attempt_<n>/<rank>/{stdout,stderr}.log"},
+      {"tee", Kind::kValue, "accepted as torchrun's (0-3 or 'local_rank:v,...'): with --log-dir every stream is teed"},
+      {"redirects", Kind::kValue, "streams kept off the console (files only): 0 none 1 out 2 err 3 both, or 'lr:v,...'"},
+      {"no-python", Kind::kBool, "accepted for torchrun compatibility (ddprun always runs the program itself)"},
+      {"start-method", Kind::kIgnored, "accepted for torchrun compatibility (spawn, fork, forkserver)"},
+      {"rdzv-backend", Kind::kValue, "static or c10d: both mean a fixed set of nodes around node 0's store"},
+      {"rdzv-endpoint", Kind::kValue, "host:port, taken as --master-addr/--master-port when those are unset"},
+      {"rdzv-id", Kind::kValue, "taken as --run-id when that is unset"},
+      {"rdzv-conf", Kind::kIgnored, "accepted for torchrun compatibility, no effect"},
+  };
+  return specs;
+}
+
+const FlagSpec* find_flag(const std::string& name) {
+  for (const auto& f : flag_specs())
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+std::string env_name_of(const std::string& flag) {
+  std::string out = "PET_";
+  for (char c : flag) out += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// A value and where it came from ("--nnodes", "PET_NNODES"), for error messages.
+struct Raw {
+  std::string value;
+  std::string source;
+};
+
+class Sources {
+ public:
+  Sources(std::map<std::string, std::string> cli, const EnvMap& env) : cli_(std::move(cli)), env_(env) {}
+  /// Command line first, then PET_<FLAG>.
+  std::optional<Raw> get(const std::string& flag) const {
+    auto it = cli_.find(flag);
+    if (it != cli_.end()) return Raw{it->second, "--" + flag};
+    if (auto v = detail::env_get(env_, env_name_of(flag))) return Raw{*v, env_name_of(flag)};
+    return std::nullopt;
+  }
+  std::optional<Raw> env(const std::string& name) const {
+    if (auto v = detail::env_get(env_, name)) return Raw{*v, name};
+    return std::nullopt;
+  }
+  const EnvMap& env_map() const { return env_; }
+
+ private:
+  std::map<std::string, std::string> cli_;
+  const EnvMap& env_;
+};
+
+int parse_int(const Raw& r, long long lo, long long hi) { return static_cast<int>(parse_env_int(r.source, r.value, lo, hi)); }
+
+std::chrono::milliseconds parse_seconds(const Raw& r, double lo, bool lo_inclusive) {
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(r.value.c_str(), &end);
+  if (r.value.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    throw ConfigError(r.source + "='" + r.value + "' is not a number of seconds");
+  if (v < lo || (!lo_inclusive && v == lo) || v > 7 * 24 * 3600.0)
+    throw ConfigError(r.source + "='" + r.value + "' is out of range: expected " + (lo_inclusive ? ">= " : "> ") +
+                      std::to_string(static_cast<int>(lo)) + " seconds, at most a week");
+  return std::chrono::milliseconds(static_cast<long long>(std::llround(v * 1000.0)));
+}
+
+int parse_port(const Raw& r, bool allow_zero) { return parse_int(r, allow_zero ? 0 : 1, 65535); }
+
+// "N" or "N:N" (torchrun's elastic "MIN:MAX" only when both agree).
+int parse_nnodes(const Raw& r) {
+  auto colon = r.value.find(':');
+  if (colon == std::string::npos) return parse_int(r, 1, 1 << 20);
+  int lo = parse_int(Raw{r.value.substr(0, colon), r.source}, 1, 1 << 20);
+  int hi = parse_int(Raw{r.value.substr(colon + 1), r.source}, 1, 1 << 20);
+  if (lo != hi)
+    throw ConfigError(r.source + "='" + r.value + "' is an elastic range; ddprun runs a fixed number of nodes");
+  return lo;
+}
+
+void check_name(const Raw& r) {
+  if (r.value.empty() || r.value.size() > 128)
+    throw ConfigError(r.source + "='" + r.value + "' must be 1 to 128 characters");
+  for (char c : r.value)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+      throw ConfigError(r.source + "='" + r.value + "' may only hold letters, digits, '-', '_' and '.'");
+}
+
+void check_host(const Raw& r) {
+  if (r.value.empty() || r.value.find_first_of(" \t\r\n/") != std::string::npos)
+    throw ConfigError(r.source + "='" + r.value + "' is not a host name or address");
+}
+
+}  // namespace
+
+// ---- StreamSpec -----------------------------------------------------------------------------------
+StreamSpec StreamSpec::parse(const std::string& flag, const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return ConfigError(flag + "='" + text + "' " + why + " (expected 0-3, or 'local_rank:0-3,...')");
+  };
+  auto digit = [&](const std::string& s) {
+    if (s.size() != 1 || s[0] < '0' || s[0] > '3') throw bad("has a bad value '" + s + "'");
+    return s[0] - '0';
+  };
+  StreamSpec spec;
+  if (text.find(':') == std::string::npos) {
+    spec.default_ = digit(text);
+    return spec;
+  }
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    auto colon = item.find(':');
+    if (colon == std::string::npos) throw bad("mixes a bare value with 'local_rank:value' items");
+    int rank = static_cast<int>(parse_env_int(flag, item.substr(0, colon), 0, 1 << 20));
+    if (spec.per_rank_.count(rank)) throw bad("names local rank " + std::to_string(rank) + " twice");
+    spec.per_rank_[rank] = digit(item.substr(colon + 1));
+  }
+  return spec;
+}
+
+int StreamSpec::value(int local_rank) const {
+  auto it = per_rank_.find(local_rank);
+  return it == per_rank_.end() ? default_ : it->second;
+}
+
+bool StreamSpec::any() const {
+  if (default_) return true;
+  for (auto& [r, v] : per_rank_)
+    if (v) return true;
+  return false;
+}
+
+// ---- program lookup -------------------------------------------------------------------------------
+std::string resolve_program(const std::string& program, const EnvMap& env) {
+  auto executable = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (program.empty()) throw ConfigError("the program to run is an empty string");
+  if (program.find('/') != std::string::npos) {
+    if (!executable(program)) throw ConfigError("program '" + program + "' does not exist or is not executable");
+    return program;
+  }
+  auto path = detail::env_get(env, "PATH");
+  std::stringstream in(path ? *path : "/usr/local/bin:/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(in, dir, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    if (executable(candidate)) return candidate;
+  }
+  throw ConfigError("program '" + program + "' is not an executable file in PATH" +
+                    (path ? "='" + *path + "'" : std::string(" (unset)")));
+}
+
+// ---- parsing --------------------------------------------------------------------------------------
+LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMap& env) {
+  LaunchConfig c;
+  std::map<std::string, std::string> cli;
+  size_t i = 1;
+  for (; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.empty() || arg[0] != '-' || arg == "-") break;  // the program
+    if (arg == "-h" || arg == "--help") {
+      c.help = true;
+      return c;
+    }
+    if (arg == "-m" || arg == "--module")
+      throw ConfigError(arg + ": ddprun runs programs, not python modules");
+    std::string name, value;
+    bool has_value = false;
+    if (arg == "-r" || arg == "-t") {
+      name = arg == "-r" ? "redirects" : "tee";
+    } else if (arg.compare(0, 2, "--") == 0) {
+      name = arg.substr(2);
+      auto eq = name.find('=');
+      if (eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+        has_value = true;
+      }
+      for (auto& ch : name)
+        if (ch == '_') ch = '-';
+    } else {
+      throw ConfigError("unknown option '" + arg + "' (ddprun --help lists them)");
+    }
+    const FlagSpec* spec = find_flag(name);
+    if (!spec) throw ConfigError("unknown option '--" + name + "' (ddprun --help lists them)");
+    if (spec->kind == Kind::kBool) {
+      if (has_value) detail::parse_env_bool("--" + name, value);  // validates
+      cli[name] = has_value ? value : "true";
+      continue;
+    }
+    if (!has_value) {
+      if (i + 1 >= argv.size()) throw ConfigError("--" + name + " needs a value");
+      value = argv[++i];
+    }
+    cli[name] = value;
+  }
+  for (; i < argv.size(); ++i) c.program.push_back(argv[i]);
+
+  Sources s(std::move(cli), env);
+  auto flag_bool = [&](const std::string& flag) {
+    auto r = s.get(flag);
+    return r ? detail::parse_env_bool(r->source, r->value) : false;
+  };
+
+  c.standalone = flag_bool("standalone");
+  c.no_python = flag_bool("no-python");
+  if (auto r = s.get("start-method"))
+    if (r->value != "spawn" && r->value != "fork" && r->value != "forkserver")
+      throw ConfigError(r->source + "='" + r->value + "' is not spawn, fork or forkserver");
+  if (auto r = s.get("rdzv-backend"))
+    if (r->value != "static" && r->value != "c10d")
+      throw ConfigError(r->source + "='" + r->value + "' is not supported: ddprun takes static or c10d (fixed nodes)");
+
+  // Nodes. PyTorchJob v1 before PET_* existed: WORLD_SIZE counts pods and RANK is the pod index.
+  const bool pytorchjob_v1 = !s.env("LOCAL_RANK") && s.env("RANK");
+  if (auto r = s.get("nnodes")) {
+    c.nnodes = parse_nnodes(*r);
+  } else if (pytorchjob_v1 && s.env("WORLD_SIZE")) {
+    c.nnodes = parse_int(*s.env("WORLD_SIZE"), 1, 1 << 20);
+  }
+  std::optional<Raw> node_rank = s.get("node-rank");
+  if (!node_rank) node_rank = s.env("JOB_COMPLETION_INDEX");
+  if (!node_rank && pytorchjob_v1) node_rank = s.env("RANK");
+  if (node_rank) {
+    c.node_rank = parse_int(*node_rank, 0, 1 << 20);
+    c.node_rank_source = node_rank->source;
+    if (c.node_rank >= c.nnodes)
+      throw ConfigError(node_rank->source + "=" + node_rank->value + " is not below the node count " +
+                        std::to_string(c.nnodes));
+  } else if (c.nnodes > 1) {
+    throw ConfigError("--nnodes=" + std::to_string(c.nnodes) +
+                      " but no node rank: pass --node-rank or set PET_NODE_RANK / JOB_COMPLETION_INDEX");
+  }
+  if (c.standalone && c.nnodes != 1)
+    throw ConfigError("--standalone runs one node, but the node count is " + std::to_string(c.nnodes));
+
+  // Store address: flags / PET_*, then --rdzv-endpoint, then MASTER_ADDR / MASTER_PORT.
+  std::optional<Raw> addr = s.get("master-addr"), port = s.get("master-port");
+  if (auto ep = s.get("rdzv-endpoint")) {
+    auto colon = ep->value.rfind(':');
+    if (!addr) addr = Raw{colon == std::string::npos ? ep->value : ep->value.substr(0, colon), ep->source};
+    if (!port && colon != std::string::npos) port = Raw{ep->value.substr(colon + 1), ep->source};
+  }
+  if (!addr) addr = s.env("MASTER_ADDR");
+  if (!port) port = s.env("MASTER_PORT");
+  if (c.standalone) {
+    c.master_addr = "127.0.0.1";
+    c.master_port = 0;
+  } else {
+    if (addr) {
+      check_host(*addr);
+      c.master_addr = addr->value;
+    } else if (c.nnodes > 1) {
+      throw ConfigError("--nnodes=" + std::to_string(c.nnodes) + " needs --master-addr (or PET_MASTER_ADDR / MASTER_ADDR)");
+    }
+    if (port) c.master_port = parse_port(*port, /*allow_zero=*/c.nnodes == 1);
+  }
+
+  // Workers.
+  if (auto r = s.get("nproc-per-node")) {
+    if (r->value == "auto" || r->value == "cpu" || r->value == "gpu") {
+      Count n = auto_nproc(r->value, r->source, env);
+      c.nproc_per_node = n.n;
+      c.nproc_reason = r->source + "=" + r->value + ": " + n.how;
+    } else {
+      c.nproc_per_node = parse_int(*r, 1, 4096);
+      c.nproc_reason = r->source;
+    }
+  } else {
+    c.nproc_reason = "default";
+  }
+  if (auto r = s.get("max-restarts")) c.max_restarts = parse_int(*r, 0, 1000000);
+  if (auto r = s.get("monitor-interval")) c.monitor_interval = parse_seconds(*r, 0, false);
+  if (auto r = s.get("grace-period")) c.grace_period = parse_seconds(*r, 0, true);
+  if (auto r = s.get("join-timeout")) c.join_timeout = parse_seconds(*r, 0, false);
+  if (auto r = s.get("run-id")) {
+    check_name(*r);
+    c.run_id = r->value;
+  } else if (auto id = s.get("rdzv-id")) {
+    check_name(*id);
+    c.run_id = id->value;
+  }
+  if (auto r = s.get("role")) {
+    check_name(*r);
+    c.role = r->value;
+  }
+  if (auto r = s.get("log-dir")) c.log_dir = r->value;
+  if (auto r = s.get("tee")) c.tee = StreamSpec::parse(r->source, r->value);
+  if (auto r = s.get("redirects")) c.redirects = StreamSpec::parse(r->source, r->value);
+  if ((c.tee.any() || c.redirects.any()) && c.log_dir.empty())
+    throw ConfigError("--tee / --redirects write per-rank files and need --log-dir");
+
+  if (c.program.empty()) throw ConfigError("no program to run: ddprun [options] [--] program [args...]");
+  c.program[0] = resolve_program(c.program[0], env);
+  return c;
+}
+
+std::string LaunchConfig::describe() const {
+  std::ostringstream s;
+  s << nproc_per_node << " worker(s) on node " << node_rank << "/" << nnodes << " (nproc from " << nproc_reason
+    << ", node rank from " << node_rank_source << "), store " << master_addr << ":"
+    << (master_port ? std::to_string(master_port) : std::string("<free port>")) << ", max restarts "
+    << max_restarts << ", program " << program[0];
+  return s.str();
+}
+
+std::string launch_usage() {
+  std::ostringstream s;
+  s << "usage: ddprun [options] [--] program [args...]\n\n"
+       "Starts --nproc-per-node copies of program with torchrun's environment (RANK, LOCAL_RANK,\n"
+       "WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_*), prefixes their output with the rank,\n"
+       "restarts them together after a retryable failure (exit >= 128) and returns the failing\n"
+       "worker's exit code. Every option can also come from PET_<OPTION> (e.g. PET_NNODES).\n\n"
+       "options:\n";
+  for (const auto& f : flag_specs()) {
+    std::string left = std::string("  --") + f.name + (f.kind == Kind::kBool ? "" : " V");
+    s << left << std::string(left.size() < 24 ? 24 - left.size() : 1, ' ') << f.help << "\n";
+  }
+  s << "  -h, --help              this text\n";
+  return s.str();
+}
+
+}  // namespace ddp::launcher

@@ -1,0 +1,76 @@
+#pragma once
+// ddprun's configuration: torchrun's flags, each also readable from PET_<FLAG> (how Kubeflow's
+// operators hand them over), with the node rank also from JOB_COMPLETION_INDEX (Trainer v2) or
+// RANK (PyTorchJob v1, where it is the pod index). A flag on the command line wins.
+//
+//   auto config = ddp::launcher::parse_launch_args(argc, argv, ddp::detail::process_env());
+//
+// Every value is validated; a bad one is a ConfigError naming the flag or variable (exit 2).
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ddp::launcher {
+
+/// Which of a worker's streams go where, as torchrun's --tee / --redirects: 0 none, 1 stdout,
+/// 2 stderr, 3 both; either one value for every local rank or "local_rank:value,...".
+class StreamSpec {
+ public:
+  StreamSpec() = default;
+  /// ConfigError naming `flag` when `text` is malformed.
+  static StreamSpec parse(const std::string& flag, const std::string& text);
+  static StreamSpec all() { return StreamSpec(3); }
+  bool has_stdout(int local_rank) const { return value(local_rank) & 1; }
+  bool has_stderr(int local_rank) const { return value(local_rank) & 2; }
+  bool any() const;
+
+ private:
+  explicit StreamSpec(int all) : default_(all) {}
+  int value(int local_rank) const;
+  int default_ = 0;
+  std::map<int, int> per_rank_;
+};
+
+struct LaunchConfig {
+  bool help = false;  ///< -h / --help: print launch_usage() and exit 0
+  int nproc_per_node = 1;
+  std::string nproc_reason;  ///< how nproc was chosen ("--nproc-per-node", "auto: 2 GPUs", ...)
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string node_rank_source = "default";
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;  ///< 0 (standalone): a free port picked by node 0
+  bool standalone = false;
+  int max_restarts = 0;
+  std::chrono::milliseconds monitor_interval{100};
+  /// SIGTERM -> SIGKILL grace when stopping workers.
+  std::chrono::milliseconds grace_period{30000};
+  /// How long a node waits for the others (connecting to the store, rendezvous).
+  std::chrono::milliseconds join_timeout{std::chrono::minutes(15)};
+  std::string run_id;  ///< empty: node 0 makes one up and shares it through the store
+  std::string role = "default";
+  /// Every stream of every worker is written to <log-dir>/<run-id>/attempt_<n>/<rank>/{stdout,stderr}.log;
+  /// empty: no files.
+  std::string log_dir;
+  StreamSpec tee;        ///< torchrun's --tee, validated; with log_dir every stream is teed anyway
+  StreamSpec redirects;  ///< streams kept off the console (they still go to their file)
+  bool no_python = false;  ///< accepted for torchrun compatibility; ddprun never runs python
+  std::vector<std::string> program;  ///< program and its arguments; program[0] resolved to a path
+
+  /// One line for the log.
+  std::string describe() const;
+};
+
+/// Parses argv (argv[0] is ddprun itself) with `env` for PET_* and friends.
+LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env);
+
+/// The usage text (--help).
+std::string launch_usage();
+
+/// Finds `program` the way execvp would (a name without '/' is looked up in PATH). ConfigError when
+/// it does not exist or is not executable.
+std::string resolve_program(const std::string& program, const std::map<std::string, std::string>& env);
+
+}  // namespace ddp::launcher

@@ -1,0 +1,155 @@
+#include "ddp/launcher/node_coordinator.h"
+
+#include <ddp/errors.h>
+#include <ddp/logging.h>
+#include <ddp/store.h>
+
+#include <random>
+#include <sstream>
+#include <thread>
+
+namespace ddp::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+const std::string kPrefix = "ddprun/";
+
+std::string make_run_id() {
+  std::random_device rd;
+  std::ostringstream s;
+  s << "ddprun-" << std::hex << (static_cast<uint64_t>(rd()) << 32 | rd());
+  return s.str();
+}
+
+std::string config_line(const LaunchConfig& c) {
+  return "nnodes=" + std::to_string(c.nnodes) + " max_restarts=" + std::to_string(c.max_restarts);
+}
+
+std::string to_str(const Store::Bytes& b) { return std::string(b.begin(), b.end()); }
+
+}  // namespace
+
+NodeCoordinator::NodeCoordinator(const LaunchConfig& config, StopCheck stop_check)
+    : config_(config), stop_check_(std::move(stop_check)) {
+  std::string host = config.master_addr;
+  port_ = config.master_port;
+  if (config.node_rank == 0) {
+    server_ = TCPStoreServer::start(config.master_port);
+    port_ = server_->port();
+    host = "127.0.0.1";  // our own server, whatever name the others use for it
+    DDP_LOG(INFO) << "store listening on port " << port_ << " (workers and other nodes use "
+                  << config.master_addr << ":" << port_ << ")";
+  }
+  // Short connection attempts in a loop, so a stop signal is noticed while node 0 is not up yet.
+  auto deadline = Clock::now() + config.join_timeout;
+  while (true) {
+    if (int sig = stop_check_()) throw Interrupted{sig};
+    try {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      auto attempt = std::max(std::chrono::milliseconds(1), std::min(left, std::chrono::milliseconds(2000)));
+      store_ = std::make_shared<TCPStore>(
+          TCPStoreOptions().host(host).port(port_).connect_timeout(attempt).timeout(config.join_timeout));
+      break;
+    } catch (const StoreError& e) {
+      if (Clock::now() >= deadline)
+        throw StoreError("node " + std::to_string(config.node_rank) + " could not reach the store at " + host + ":" +
+                         std::to_string(port_) + " within --join-timeout: " + e.what());
+    }
+  }
+}
+
+NodeCoordinator::~NodeCoordinator() {
+  store_.reset();
+  if (server_) server_->stop();
+}
+
+void NodeCoordinator::wait_keys(const std::vector<std::string>& keys, Clock::time_point deadline,
+                                const std::string& what) {
+  while (!store_->check(keys)) {
+    if (int sig = stop_check_()) throw Interrupted{sig};
+    if (Clock::now() >= deadline)
+      throw TimeoutError("node " + std::to_string(config_.node_rank) + " waited --join-timeout for " + what);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+NodeCoordinator::Layout NodeCoordinator::join() {
+  Layout layout;
+  const int me = config_.node_rank;
+  auto deadline = Clock::now() + config_.join_timeout;
+  if (me == 0) {
+    std::string run_id = config_.run_id.empty() ? make_run_id() : config_.run_id;
+    // A restarted node 0 hosts a fresh store, so these are always new.
+    store_->set(kPrefix + "run_id", run_id);
+    store_->set(kPrefix + "config", config_line(config_));
+  } else {
+    wait_keys({kPrefix + "config"}, deadline, "node 0 to publish the job's configuration");
+    std::string theirs = store_->get_string(kPrefix + "config");
+    if (theirs != config_line(config_))
+      throw ConfigError("node " + std::to_string(me) + " was started with '" + config_line(config_) +
+                        "' but node 0 with '" + theirs + "': every node needs the same --nnodes and --max-restarts");
+  }
+  layout.run_id = store_->get_string(kPrefix + "run_id");
+  if (!config_.run_id.empty() && layout.run_id != config_.run_id)
+    DDP_LOG(WARN) << "--run-id " << config_.run_id << " differs from node 0's " << layout.run_id << "; using node 0's";
+  const std::string node = kPrefix + "node/" + std::to_string(me);
+  layout.joins = store_->add(node + "/joins", 1);
+  store_->set(node + "/nproc", std::to_string(config_.nproc_per_node));
+  std::vector<std::string> keys;
+  for (int k = 0; k < config_.nnodes; ++k) keys.push_back(kPrefix + "node/" + std::to_string(k) + "/nproc");
+  wait_keys(keys, deadline, "all " + std::to_string(config_.nnodes) + " nodes to join");
+  for (int k = 0; k < config_.nnodes; ++k) {
+    int n = std::stoi(store_->get_string(keys[k]));
+    if (k < me) layout.rank_offset += n;
+    layout.world_size += n;
+  }
+  layout.round = store_->add(kPrefix + "round", 0);
+  if (layout.joins > 1)
+    DDP_LOG(WARN) << "node " << me << " joined again (" << layout.joins
+                  << " times): its launcher was restarted; joining attempt " << layout.round;
+  return layout;
+}
+
+NodeCoordinator::State NodeCoordinator::poll() {
+  State s;
+  s.round = store_->add(kPrefix + "round", 0);
+  if (store_->check({kPrefix + "abort"})) {
+    std::string value = store_->get_string(kPrefix + "abort");
+    size_t nl = value.find('\n');
+    s.abort_code = std::stoi(value.substr(0, nl));
+    if (nl != std::string::npos) s.abort_reason = value.substr(nl + 1);
+  }
+  return s;
+}
+
+int64_t NodeCoordinator::request_restart(int64_t round) {
+  std::string from = std::to_string(round), to = std::to_string(round + 1);
+  auto now = store_->compare_set(kPrefix + "round", Store::Bytes(from.begin(), from.end()),
+                                 Store::Bytes(to.begin(), to.end()));
+  return std::stoll(to_str(now));
+}
+
+int NodeCoordinator::abort(int code, const std::string& reason) {
+  // "<code>\n<reason>" in one value, so the code and its reason always belong together.
+  std::string mine = std::to_string(code) + "\n" + reason;
+  auto now = to_str(store_->compare_set(kPrefix + "abort", {}, Store::Bytes(mine.begin(), mine.end())));
+  return std::stoi(now.substr(0, now.find('\n')));
+}
+
+void NodeCoordinator::mark_done(int64_t round) { store_->add(kPrefix + "done/" + std::to_string(round), 1); }
+
+bool NodeCoordinator::all_done(int64_t round) {
+  return store_->add(kPrefix + "done/" + std::to_string(round), 0) >= config_.nnodes;
+}
+
+void NodeCoordinator::leave(std::chrono::milliseconds wait) {
+  if (config_.node_rank != 0) {
+    store_->add(kPrefix + "left", 1);
+    return;
+  }
+  auto deadline = Clock::now() + wait;
+  while (store_->add(kPrefix + "left", 0) < config_.nnodes - 1 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+}  // namespace ddp::launcher

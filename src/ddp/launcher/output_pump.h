@@ -1,0 +1,51 @@
+#pragma once
+// Workers' stdout and stderr, read through pipes: complete lines go to our console prefixed with the
+// rank ("[3]: loss 0.42"), each with one write(2) so lines never interleave; raw bytes go to the
+// per-rank log files. A partial last line is flushed (with a newline) when its pipe closes.
+#include <poll.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace ddp::launcher {
+
+class OutputPump {
+ public:
+  OutputPump() = default;
+  ~OutputPump();
+  OutputPump(const OutputPump&) = delete;
+  OutputPump& operator=(const OutputPump&) = delete;
+
+  /// Watches `fd` (a pipe's read end; made non-blocking) for `rank`'s stdout or stderr. Console
+  /// output goes to our stdout / stderr when `to_console`; raw output is appended to `file_path`
+  /// when non-empty (created, truncated).
+  void add(int fd, int rank, bool is_stderr, bool to_console, const std::string& file_path);
+
+  /// Adds a pollfd for every open stream.
+  void append_pollfds(std::vector<pollfd>& fds) const;
+  /// Reads everything available on every open stream; closes streams at EOF.
+  void pump();
+  /// True while a stream of `rank` is still open.
+  bool rank_open(int rank) const;
+  bool any_open() const;
+  /// Flushes partial lines and closes every stream of `rank` (its pipes may be held by leftovers).
+  void close_rank(int rank);
+  void close_all();
+
+ private:
+  struct Stream {
+    int fd = -1;
+    int rank = 0;
+    bool is_stderr = false;
+    bool to_console = true;
+    int file_fd = -1;
+    std::string partial;
+  };
+  void emit_line(Stream& s, const char* data, size_t size);
+  void close_stream(Stream& s);
+  std::vector<Stream> streams_;
+};
+
+}  // namespace ddp::launcher

@@ -1,0 +1,131 @@
+// Construction-time checks and broadcasts between ranks.
+#include "ddp/reducer/model_sync.h"
+
+#include <ddp/errors.h>
+
+#include <ATen/Functions.h>
+#include <c10/core/GradMode.h>
+
+#include <map>
+#include <sstream>
+
+namespace ddp::detail {
+namespace {
+
+std::string describe(const std::string& name, const at::Tensor& p) {
+  std::ostringstream s;
+  s << name << " " << p.sizes() << " " << p.scalar_type();
+  return s.str();
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// Every rank's string, through two allgathers (lengths, then padded bytes).
+std::vector<std::string> allgather_strings(ProcessGroup& pg, const std::string& mine,
+                                           const at::Device& device) {
+  const int n = pg.size();
+  auto longs = at::TensorOptions().dtype(at::kLong);
+  at::Tensor my_len = at::full({1}, static_cast<int64_t>(mine.size()), longs).to(device);
+  std::vector<at::Tensor> lens;
+  for (int r = 0; r < n; ++r) lens.push_back(at::zeros({1}, longs.device(device)));
+  pg.allgather(lens, my_len)->wait();
+  int64_t longest = 0;
+  std::vector<int64_t> len(n);
+  for (int r = 0; r < n; ++r) {
+    len[r] = lens[r].cpu().item<int64_t>();
+    longest = std::max(longest, len[r]);
+  }
+  auto bytes = at::TensorOptions().dtype(at::kByte);
+  at::Tensor my_bytes = at::zeros({std::max<int64_t>(longest, 1)}, bytes);
+  std::copy(mine.begin(), mine.end(), my_bytes.data_ptr<uint8_t>());
+  my_bytes = my_bytes.to(device);
+  std::vector<at::Tensor> all;
+  for (int r = 0; r < n; ++r) all.push_back(at::zeros_like(my_bytes));
+  pg.allgather(all, my_bytes)->wait();
+  std::vector<std::string> out;
+  for (int r = 0; r < n; ++r) {
+    at::Tensor cpu = all[r].cpu();
+    const auto* p = reinterpret_cast<const char*>(cpu.data_ptr<uint8_t>());
+    out.emplace_back(p, p + len[r]);
+  }
+  return out;
+}
+
+}  // namespace
+
+void verify_same_parameters(ProcessGroup& pg, const std::vector<std::string>& names,
+                            const std::vector<at::Tensor>& params) {
+  std::string mine;
+  for (size_t i = 0; i < params.size(); ++i) mine += describe(names[i], params[i]) + "\n";
+  const at::Device device = params.empty() ? at::Device(at::kCPU) : params.front().device();
+  const auto all = allgather_strings(pg, mine, device);
+  const auto reference = split_lines(all[0]);
+
+  // First difference of each rank that differs from rank 0; report the earliest one in detail.
+  std::vector<int> differing;
+  size_t first_index = SIZE_MAX;
+  int first_rank = -1;
+  for (int r = 1; r < pg.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    differing.push_back(r);
+    const auto lines = split_lines(all[r]);
+    size_t i = 0;
+    while (i < lines.size() && i < reference.size() && lines[i] == reference[i]) ++i;
+    if (i < first_index) {
+      first_index = i;
+      first_rank = r;
+    }
+  }
+  if (differing.empty()) return;
+
+  const auto other = split_lines(all[first_rank]);
+  auto at = [](const std::vector<std::string>& lines, size_t i) {
+    return i < lines.size() ? "'" + lines[i] + "'" : std::string("no parameter");
+  };
+  std::ostringstream m;
+  m << "DistributedDataParallel: the model differs across ranks; rank";
+  m << (differing.size() > 1 ? "s " : " ");
+  for (size_t k = 0; k < differing.size(); ++k) m << (k ? ", " : "") << differing[k];
+  m << (differing.size() > 1 ? " differ" : " differs") << " from rank 0. First difference: parameter #"
+    << first_index << " is " << at(reference, first_index) << " on rank 0 but " << at(other, first_index)
+    << " on rank " << first_rank << " (rank 0 has " << reference.size() << " parameters, rank "
+    << first_rank << " has " << other.size() << " parameters). Every rank must build the same model.";
+  throw ConfigError(m.str());
+}
+
+void broadcast_coalesced(ProcessGroup& pg, const std::vector<at::Tensor>& tensors, int root,
+                         int64_t chunk_bytes) {
+  at::NoGradGuard no_grad;
+  // Group per (device type, dtype), keeping order inside a group. The device index is left out
+  // of the key on purpose: rank r's cuda:r must sort like rank 0's cuda:0.
+  std::map<std::pair<int, int>, std::vector<at::Tensor>> groups;
+  for (const auto& t : tensors) {
+    if (!t.defined() || t.numel() == 0) continue;
+    groups[{static_cast<int>(t.device().type()), static_cast<int>(t.scalar_type())}].push_back(t.detach());
+  }
+  for (auto& [key, group] : groups) {
+    size_t i = 0;
+    while (i < group.size()) {
+      std::vector<at::Tensor> chunk, originals;
+      int64_t bytes = 0;
+      while (i < group.size() &&
+             (chunk.empty() || (group[i].device() == chunk.front().device() &&
+                                bytes + static_cast<int64_t>(group[i].nbytes()) <= chunk_bytes))) {
+        const at::Tensor& t = group[i++];
+        bytes += static_cast<int64_t>(t.nbytes());
+        originals.push_back(t);
+        chunk.push_back(t.is_contiguous() ? t : t.contiguous());
+      }
+      pg.broadcast(chunk, root)->wait();
+      for (size_t k = 0; k < chunk.size(); ++k)
+        if (!chunk[k].is_same(originals[k])) originals[k].copy_(chunk[k]);
+    }
+  }
+}
+
+}  // namespace ddp::detail

@@ -1,0 +1,72 @@
+// DistributedDataParallel tests: each TEST starts real worker processes (ddp_workers.cpp) over
+// loopback Gloo and expects every rank to succeed; workers check several cases each.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "support/multiprocess.h"
+#include "support/subprocess.h"
+
+namespace {
+
+using ddp::testing::expect_all_succeeded;
+using ddp::testing::run_workers;
+
+ddp::testing::WorkerOptions quick() {
+  ddp::testing::WorkerOptions o;
+  o.timeout = std::chrono::seconds(90);  // a hang fails the test instead of stalling the suite
+  o.env["OMP_NUM_THREADS"] = "1";
+  return o;
+}
+
+TEST(DistributedDataParallel, MatchesOneProcess2Ranks) { expect_all_succeeded(run_workers("equivalence", 2, quick())); }
+TEST(DistributedDataParallel, MatchesOneProcess3Ranks) { expect_all_succeeded(run_workers("equivalence", 3, quick())); }
+TEST(DistributedDataParallel, MatchesOneProcess4Ranks) { expect_all_succeeded(run_workers("equivalence", 4, quick())); }
+
+TEST(DistributedDataParallel, OptionsDoNotChangeResults) {
+  expect_all_succeeded(run_workers("options_identical", 2, quick()));
+}
+TEST(DistributedDataParallel, CommHooks) { expect_all_succeeded(run_workers("comm_hooks", 2, quick())); }
+TEST(DistributedDataParallel, NoSyncAccumulatesLocally) { expect_all_succeeded(run_workers("no_sync", 2, quick())); }
+TEST(DistributedDataParallel, FindUnusedParameters) {
+  expect_all_succeeded(run_workers("unused_parameters", 2, quick()));
+}
+TEST(DistributedDataParallel, UnusedParameterIsAnErrorNotAHang) {
+  expect_all_succeeded(run_workers("unused_parameters_error", 2, quick()));
+}
+TEST(DistributedDataParallel, BroadcastsBuffers) { expect_all_succeeded(run_workers("buffers", 3, quick())); }
+TEST(DistributedDataParallel, MismatchedModelsAreAConfigError) {
+  expect_all_succeeded(run_workers("mismatch", 3, quick()));
+}
+TEST(DistributedDataParallel, RebuiltBucketsAreRank0sOnEveryRank) {
+  expect_all_succeeded(run_workers("rebuild", 2, quick()));
+}
+TEST(DistributedDataParallel, ModuleSavesWithPlainKeys) {
+  expect_all_succeeded(run_workers("save_module", 2, quick()));
+}
+
+// Same initial weights and data through torch.nn.parallel.DistributedDataParallel (Debian's
+// python3-torch, Gloo, 2 ranks) and through ours: same final weights and buffers.
+TEST(DistributedDataParallel, MatchesPyTorchDistributedDataParallel) {
+  const std::string dir = ddp::testing::make_temp_dir("ddp-parity");
+  auto options = quick();
+  options.env["DDP_PARITY_DIR"] = dir;
+  expect_all_succeeded(run_workers("parity_prepare", 1, options));
+
+  const std::string port = std::to_string(ddp::testing::free_port());
+  std::vector<std::unique_ptr<ddp::testing::Subprocess>> python;
+  for (int rank = 0; rank < 2; ++rank)
+    python.push_back(std::make_unique<ddp::testing::Subprocess>(
+        std::vector<std::string>{DDP_PYTHON, std::string(DDP_SOURCE_DIR) + "/tests/ddp/python/ddp_reference.py", dir},
+        std::map<std::string, std::string>{{"RANK", std::to_string(rank)},
+                                           {"WORLD_SIZE", "2"},
+                                           {"MASTER_ADDR", "127.0.0.1"},
+                                           {"MASTER_PORT", port},
+                                           {"OMP_NUM_THREADS", "1"}}));
+  for (auto& p : python) ASSERT_EQ(p->wait(std::chrono::seconds(90)), 0) << p->output();
+
+  expect_all_succeeded(run_workers("parity_train", 2, options));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace

@@ -1,0 +1,340 @@
+#!/usr/bin/python3
+"""Validates every manifest under k8s/ and every kustomization rendered, against the CRDs in
+tests/k8s/schemas/ (see k8s_schema.py for what "valid" means), then proves the validator rejects
+typos (a committed typo'd copy, plus mutations of the real manifests).
+
+  validate_manifests.py --repo . [--build-dir build] [--self-test-only]
+
+Kustomizations are rendered by kustomize_lite.py; when `kubectl` is on PATH they are also rendered
+with `kubectl kustomize` and both renderings must hold the same objects. With --build-dir, every
+--flag in a container's args must appear in the `--help` of the binary it starts (when built).
+Exit 0 when everything holds; 1 with one line per problem otherwise.
+"""
+import argparse
+import copy
+import os
+import shutil
+import subprocess
+import sys
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import k8s_schema  # noqa: E402
+import kustomize_lite  # noqa: E402
+
+NOT_RESOURCES = {"kustomization.yaml", "kustomization.yml", "kustomizeconfig.yaml"}
+OUR_BINARIES = {"train_cifar10": "apps/train_cifar10/train_cifar10", "train_ranzcr": "apps/train_ranzcr/train_ranzcr",
+                "ddprun": "apps/ddprun/ddprun",
+                "make_cifar10_synthetic": "tools/make_cifar10_synthetic/make_cifar10_synthetic",
+                "make_ranzcr_synthetic": "tools/make_ranzcr_synthetic/make_ranzcr_synthetic"}
+
+
+def manifest_files(k8s_dir):
+    out = []
+    for dirpath, _, files in os.walk(k8s_dir):
+        for f in sorted(files):
+            if f.endswith((".yaml", ".yml")) and f not in NOT_RESOURCES:
+                out.append(os.path.join(dirpath, f))
+    return sorted(out)
+
+
+def kustomization_dirs(k8s_dir):
+    return sorted(d for d, _, files in os.walk(k8s_dir) if "kustomization.yaml" in files)
+
+
+def describe(obj):
+    return f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}"
+
+
+# ---- semantic checks across our own manifests -----------------------------------------------------
+
+def pod_specs(obj):
+    """(path, pod spec) for every pod template in one of our objects."""
+    kind = obj.get("kind")
+    spec = obj.get("spec") or {}
+    if kind == "PyTorchJob":
+        for r, rs in (spec.get("pytorchReplicaSpecs") or {}).items():
+            yield f"spec.pytorchReplicaSpecs.{r}", ((rs or {}).get("template") or {}).get("spec") or {}
+    elif kind == "Job":
+        yield "spec.template", (spec.get("template") or {}).get("spec") or {}
+    elif kind == "Pod":
+        yield "spec", spec
+
+
+def flag_value(args, flag):
+    return args[args.index(flag) + 1] if flag in args and args.index(flag) + 1 < len(args) else None
+
+
+def check_consistency(obj, errors, rendered):
+    """GPU pods use NCCL on cuda, CPU pods Gloo on cpu; rendered overlays carry a tagged image."""
+    for path, pod in pod_specs(obj):
+        for c in pod.get("containers", []) or []:
+            args = [str(a) for a in c.get("args", []) or []]
+            gpus = ((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu")
+            backend, device = flag_value(args, "--backend"), flag_value(args, "--device")
+            if backend is not None or device is not None:
+                want = ("nccl", "cuda") if gpus else ("gloo", "cpu")
+                if (backend, device) != want:
+                    errors.append(f"{path} container {c.get('name')}: --backend {backend} --device {device} "
+                                  f"with nvidia.com/gpu={gpus}; expected --backend {want[0]} --device {want[1]}")
+            if rendered and ":" not in str(c.get("image", "")).rsplit("/", 1)[-1] and "@" not in str(c.get("image")):
+                errors.append(f"{path} container {c.get('name')}: image {c.get('image')!r} has no tag after kustomize")
+    if obj.get("kind") == "PyTorchJob":
+        for r, rs in (obj["spec"].get("pytorchReplicaSpecs") or {}).items():
+            args = [str(a) for c in rs["template"]["spec"]["containers"] for a in c.get("args", []) or []]
+            if "--resume" in args and rs.get("restartPolicy") != "ExitCode":
+                errors.append(f"spec.pytorchReplicaSpecs.{r}.restartPolicy: resuming jobs use ExitCode")
+            ann = ((rs["template"].get("metadata") or {}).get("annotations") or {})
+            if ann.get("sidecar.istio.io/inject") != "false":
+                errors.append(f"spec.pytorchReplicaSpecs.{r}.template.metadata.annotations: "
+                              "sidecar.istio.io/inject must be \"false\" (Istio breaks the rendezvous)")
+
+
+_HELP_CACHE = {}
+
+
+def binary_flags(build_dir, name):
+    if name in _HELP_CACHE:
+        return _HELP_CACHE[name]
+    path = os.path.join(build_dir, OUR_BINARIES[name])
+    flags = None
+    if os.access(path, os.X_OK):
+        out = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=60)
+        text = out.stdout + out.stderr
+        flags = {w.strip(",=[]").split("=")[0] for w in text.split() if w.startswith("--")}
+    _HELP_CACHE[name] = flags
+    return flags
+
+
+def check_flags(obj, build_dir, errors, notes):
+    for path, pod in pod_specs(obj):
+        for c in pod.get("containers", []) or []:
+            argv = [str(a) for a in (c.get("command") or []) + (c.get("args") or [])]
+            check_argv(argv, f"{path} container {c.get('name')}", build_dir, errors, notes)
+    if obj.get("kind") == "TrainJob":
+        t = obj["spec"].get("trainer") or {}
+        check_argv([str(a) for a in (t.get("command") or []) + (t.get("args") or [])], "spec.trainer",
+                   build_dir, errors, notes)
+
+
+def check_argv(argv, where, build_dir, errors, notes):
+    # ddprun [ddprun flags] PROGRAM [program flags]
+    segments = []
+    cur = None
+    for a in argv:
+        if a in OUR_BINARIES and (cur is None or cur[0] == "ddprun"):
+            cur = (a, [])
+            segments.append(cur)
+        elif cur is not None:
+            cur[1].append(a)
+    for name, args in segments:
+        flags = binary_flags(build_dir, name)
+        if flags is None:
+            notes.append(f"{where}: {name} is not built, its flags were not checked")
+            continue
+        for a in args:
+            if a.startswith("--") and a.split("=")[0] not in flags:
+                errors.append(f"{where}: {name} has no flag {a.split('=')[0]} (not in its --help)")
+            if name == "ddprun" and not a.startswith("-"):
+                break
+
+
+# ---- the positive pass --------------------------------------------------------------------------
+
+def all_checks(obj, rendered=False):
+    errs = k8s_schema.validate(obj)
+    check_consistency(obj, errs, rendered)
+    return errs
+
+
+def apply_targets(k8s_dir):
+    """Kustomizations nobody includes: what a user applies (kubectl apply -k)."""
+    dirs = kustomization_dirs(k8s_dir)
+    included = set()
+    for d in dirs:
+        k = kustomize_lite.load_yaml_docs(os.path.join(d, "kustomization.yaml"))[0]
+        for r in k.get("resources", []):
+            included.add(os.path.normpath(os.path.join(d, r)))
+    return [d for d in dirs if d not in included]
+
+
+def validate_repo(repo, build_dir):
+    k8s_dir = os.path.join(repo, "k8s")
+    targets = apply_targets(k8s_dir)
+    problems, notes, count = [], [], 0
+    for f in manifest_files(k8s_dir):
+        rel = os.path.relpath(f, repo)
+        for obj in kustomize_lite.load_yaml_docs(f):
+            count += 1
+            errs = all_checks(obj)
+            problems += [f"{rel}: {describe(obj)}: {e}" for e in errs]
+    kubectl = shutil.which("kubectl")
+    for d in kustomization_dirs(k8s_dir):
+        rel = os.path.relpath(d, repo)
+        try:
+            objs = kustomize_lite.render(d)
+        except kustomize_lite.KustomizeError as e:
+            problems.append(f"{rel}: kustomize_lite: {e}")
+            continue
+        if kubectl:
+            out = subprocess.run([kubectl, "kustomize", d], capture_output=True, text=True)
+            if out.returncode != 0:
+                problems.append(f"{rel}: kubectl kustomize failed: {out.stderr.strip()}")
+            else:
+                theirs = [o for o in yaml.safe_load_all(out.stdout) if o]
+                key = lambda o: (o.get("apiVersion"), o.get("kind"), o["metadata"].get("name"))  # noqa: E731
+                if sorted(map(yaml.safe_dump, objs)) != sorted(map(yaml.safe_dump, theirs)):
+                    mine = {key(o): o for o in objs}
+                    for o in theirs:
+                        if mine.get(key(o)) != o:
+                            problems.append(f"{rel}: kustomize_lite and kubectl kustomize differ on {describe(o)}")
+                    if set(mine) != {key(o) for o in theirs}:
+                        problems.append(f"{rel}: kustomize_lite and kubectl kustomize render different objects")
+        for obj in objs:
+            count += 1
+            errs = all_checks(obj, rendered=d in targets)
+            if build_dir:
+                check_flags(obj, build_dir, errs, notes)
+            problems += [f"{rel} (rendered): {describe(obj)}: {e}" for e in errs]
+    renderer = "kustomize_lite + kubectl kustomize" if kubectl else "kustomize_lite (kubectl not installed)"
+    print(f"validated {count} objects from {len(manifest_files(k8s_dir))} files and "
+          f"{len(kustomization_dirs(k8s_dir))} kustomizations ({renderer})")
+    for n in sorted(set(notes)):
+        print(f"note: {n}")
+    return problems
+
+
+# ---- the negative pass: typos must be caught ----------------------------------------------------
+
+def _get(doc, path):
+    cur = doc
+    for p in path:
+        cur = cur[p]
+    return cur
+
+
+def _rename(path, new):
+    def f(doc):
+        parent = _get(doc, path[:-1])
+        parent[new] = parent.pop(path[-1])
+    return f
+
+
+def _set(path, value):
+    def f(doc):
+        _get(doc, path[:-1])[path[-1]] = value
+    return f
+
+
+MASTER = ["spec", "pytorchReplicaSpecs", "Master"]
+MPOD = MASTER + ["template", "spec"]
+MCTR = MPOD + ["containers", 0]
+TRAINER = ["spec", "trainer"]
+RJOB = ["spec", "runtimePatches", 0, "trainingRuntimeSpec", "template", "spec", "replicatedJobs", 0]
+
+# (manifest, what, mutation, a fragment the error must contain)
+MUTATIONS = [
+    ("k8s/base/pytorchjob-cifar10.yaml", "typo in a replica field", _rename(MASTER + ["restartPolicy"], "restartPolicyy"),
+     "Master.restartPolicyy: unknown field"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "typo deep in the pod template", _rename(MCTR + ["ports", 0, "containerPort"], "containerport"),
+     "containerport: unknown field"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "typo in a pod field", _rename(MPOD + ["volumes"], "volume"),
+     "spec.volume: unknown field"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "typo in the job spec", _rename(["spec", "runPolicy"], "runpolicy"),
+     "spec.runpolicy: unknown field"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "typo in root metadata", _rename(["metadata", "labels"], "label"),
+     "metadata.label: unknown field"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "typo in template metadata",
+     _rename(MASTER + ["template", "metadata", "annotations"], "anotations"), "anotations: unknown field"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "nprocPerNode as a number", _set(["spec", "nprocPerNode"], 2),
+     "nprocPerNode: 2 is not of type 'string'"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "bad restart policy", _set(MASTER + ["restartPolicy"], "OnExitCode"),
+     "restartPolicy: 'OnExitCode' is not one of"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "bad quantity", _set(MCTR + ["resources", "limits", "memory"], "2GB"),
+     "resources.limits.memory: '2GB' does not match"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "container not named pytorch", _set(MCTR + ["name"], "trainer"),
+     "must have a container named pytorch"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "two masters", _set(MASTER + ["replicas"], 2), "Master.replicas: must be 1"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "lowercase replica type", _rename(["spec", "pytorchReplicaSpecs", "Worker"], "worker"),
+     "replica type 'worker' is not Master or Worker"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "mount of a missing volume", _set(MCTR + ["volumeMounts", 0, "name"], "sharde"),
+     "no volume named 'sharde'"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "undefined $(VAR) in args", _set(MCTR + ["args", 3], "/shared/models/$(JOBNAME)"),
+     "$(JOBNAME) names no env var"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "requests above limits", _set(MCTR + ["resources", "requests", "cpu"], "3"),
+     "is more than the limit"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "duplicate container port", lambda d: _get(d, MCTR + ["ports"]).append(
+        {"name": "pytorchjob-port", "containerPort": 23456, "protocol": "TCP"}), "duplicate entry"),
+    ("k8s/ranzcr/pytorchjob-ranzcr.yaml", "GPU request without the same limit",
+     _set(MCTR + ["resources", "requests", "nvidia.com/gpu"], 2), "must equal limits for an extended resource"),
+    ("k8s/ranzcr/pytorchjob-ranzcr.yaml", "GPU job on gloo", _set(MCTR + ["args", -3], "gloo"),
+     "expected --backend nccl"),
+    ("k8s/trainjob/trainjob-cifar10.yaml", "typo in the trainer", _rename(TRAINER + ["numProcPerNode"], "numProcsPerNode"),
+     "spec.trainer.numProcsPerNode: unknown field"),
+    ("k8s/trainjob/trainjob-cifar10.yaml", "typo deep in a runtime patch",
+     _rename(RJOB + ["template", "spec", "template", "spec", "volumes", 0, "persistentVolumeClaim"], "persistentVolumeclaim"),
+     "persistentVolumeclaim: unknown field"),
+    ("k8s/trainjob/trainjob-cifar10.yaml", "numProcPerNode as a string", _set(TRAINER + ["numProcPerNode"], "2"),
+     "'2' is not of type 'integer'"),
+    ("k8s/trainjob/trainjob-cifar10.yaml", "reserved PET_ env", lambda d: _get(d, TRAINER + ["env"]).append(
+        {"name": "PET_NNODES", "value": "3"}), "PET_NNODES is reserved"),
+    ("k8s/trainjob/trainjob-cifar10.yaml", "name breaking the CEL rule", _set(["metadata", "name"], "9cifar"),
+     "metadata.name must match RFC 1035"),
+    ("k8s/trainjob/trainjob-cifar10.yaml", "patch of a container the runtime lacks",
+     _set(RJOB + ["template", "spec", "template", "spec", "containers", 0, "name"], "trainer"), "runtime has no container 'trainer'"),
+    ("k8s/trainjob/trainjob-cifar10.yaml", "manager without a domain", _set(["spec", "runtimePatches", 0, "manager"], "me"),
+     "domain-prefixed path"),
+    ("k8s/data/cifar10/prepare-cifar10-job.yaml", "typo in a Job spec", _rename(["spec", "backoffLimit"], "backofflimit"),
+     "spec.backofflimit: unknown field"),
+    ("k8s/data/cifar10/prepare-cifar10-job.yaml", "Job pod that restarts Always",
+     _set(["spec", "template", "spec", "restartPolicy"], "Always"), "need Never or OnFailure"),
+    ("k8s/storage/pvc.yaml", "typo in a PVC", _rename(["spec", "accessModes"], "accesModes"), "spec.accesModes: unknown field"),
+]
+
+
+def self_test(repo, verbose=False):
+    failures = []
+    for rel, what, mutate, expect in MUTATIONS:
+        doc = copy.deepcopy(kustomize_lite.load_yaml_docs(os.path.join(repo, rel))[0])
+        if all_checks(doc):
+            failures.append(f"{rel}: the unmutated manifest is not valid, cannot test '{what}'")
+            continue
+        mutate(doc)
+        errs = all_checks(doc)
+        if verbose:
+            print(f"{rel}: {what}: {[e for e in errs if expect in e][:1] or errs}")
+        if not any(expect in e for e in errs):
+            failures.append(f"{rel}: '{what}' was not caught (wanted an error containing {expect!r}; got {errs})")
+    neg_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "negative")
+    typo_files = sorted(os.listdir(neg_dir))
+    for f in typo_files:
+        path = os.path.join(neg_dir, f)
+        expect = open(path, encoding="utf-8").readline().split("expect:", 1)[-1].strip()
+        errs = [e for o in kustomize_lite.load_yaml_docs(path) for e in k8s_schema.validate(o)]
+        if not any(expect in e for e in errs):
+            failures.append(f"tests/k8s/negative/{f}: not rejected with {expect!r} (got {errs})")
+        else:
+            print(f"negative/{f}: rejected as expected: {[e for e in errs if expect in e][0]}")
+    print(f"self-test: {len(MUTATIONS)} mutations and {len(typo_files)} typo'd copies, {len(failures)} not caught")
+    return failures
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repo", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    ap.add_argument("--build-dir")
+    ap.add_argument("--self-test-only", action="store_true")
+    ap.add_argument("--verbose", action="store_true", help="print the error each mutation produced")
+    a = ap.parse_args()
+    repo = os.path.abspath(a.repo)
+    problems = [] if a.self_test_only else validate_repo(repo, a.build_dir)
+    problems += self_test(repo, a.verbose)
+    for p in problems:
+        print(f"FAIL: {p}")
+    print("OK" if not problems else f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

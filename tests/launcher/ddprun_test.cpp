@@ -1,0 +1,313 @@
+// ddprun end to end: real ddprun processes starting real workers (this test executable, in worker
+// mode through DDP_TEST_WORKER, which ddprun passes on like any other variable).
+#include <ddp/signals.h>
+#include <ddp/store.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "support/multiprocess.h"
+
+namespace fs = std::filesystem;
+using ddp::testing::env_int;
+using ddp::testing::env_or;
+using ddp::testing::Subprocess;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kDdprun = std::string(DDP_BUILD_DIR) + "/apps/ddprun/ddprun";
+
+// Appends "<rank> <attempt>" to $STARTS_FILE (one write: lines from several workers never mix).
+void record_start() {
+  std::string path = env_or("STARTS_FILE", "");
+  if (path.empty()) return;
+  std::string line = env_or("RANK", "?") + " " + env_or("TORCHELASTIC_RESTART_COUNT", "?") + "\n";
+  std::ofstream(path, std::ios::app) << line << std::flush;
+}
+
+// Waits (up to 30 s) until every rank recorded its start of `attempt`, so a failure never races
+// other workers' startup.
+void wait_for_all_starts(int attempt) {
+  std::string path = env_or("STARTS_FILE", "");
+  int world = env_int("WORLD_SIZE", 1);
+  for (int i = 0; i < 1500; ++i) {
+    std::ifstream in(path);
+    int n = 0;
+    for (std::string line; std::getline(in, line);)
+      n += line.substr(line.find(' ') + 1) == std::to_string(attempt);
+    if (n >= world) return;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+std::set<std::string> starts(const std::string& path) {
+  std::ifstream in(path);
+  std::set<std::string> out;
+  for (std::string line; std::getline(in, line);) out.insert(line);
+  return out;
+}
+
+bool wait_for_output(Subprocess& p, const std::string& text, int count = 1, std::chrono::seconds limit = 30s) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::string out = p.output();
+    int found = 0;
+    for (size_t at = out.find(text); at != std::string::npos; at = out.find(text, at + 1)) ++found;
+    if (found >= count) return true;
+    if (!p.running()) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+std::vector<std::string> ddprun_args(std::vector<std::string> flags) {
+  std::vector<std::string> argv = {kDdprun, "--monitor-interval", "0.05"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.push_back(ddp::testing::self_exe());
+  return argv;
+}
+
+int count_of(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+class Ddprun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = ddp::testing::make_temp_dir("ddprun");
+    starts_file = dir + "/starts";
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::map<std::string, std::string> env(std::map<std::string, std::string> extra) {
+    extra["STARTS_FILE"] = starts_file;
+    extra.emplace("OMP_NUM_THREADS", ddp::testing::kUnset);
+    return extra;
+  }
+  std::string dir, starts_file;
+};
+
+}  // namespace
+
+// ---- workers ------------------------------------------------------------------------------------
+
+// Prints what the launcher told it, talks to the launcher's store, ends with a partial line.
+DDP_TEST_WORKER(env_report) {
+  record_start();
+  std::ostringstream s;
+  for (const char* v : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
+                        "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+                        "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
+                        "OMP_NUM_THREADS"})
+    s << v << "=" << env_or(v, "<unset>") << " ";
+  std::cout << s.str() << std::endl;
+  std::cerr << "to stderr from " << env_or("RANK", "?") << std::endl;
+  // The launcher hosts the store, so every rank (rank 0 too) is a client of it.
+  ddp::TCPStore store(ddp::TCPStoreOptions().host(env_or("MASTER_ADDR", "")).port(env_int("MASTER_PORT", 0)));
+  int64_t joined = store.add("test/joined", 1);
+  (void)joined;
+  store.wait({"test/go"}, 20s);
+  std::cout << "store ok" << std::endl;
+  std::cout << "tail-" << env_or("RANK", "?");  // no newline: flushed by ddprun at EOF
+  return 0;
+}
+
+// Fails on $FAIL_RANK while the attempt is below $FAIL_ATTEMPTS (default 1): with $FAIL_CODE, or by
+// raising $FAIL_SIGNAL. The other ranks wait to be stopped; in the last attempt all succeed.
+DDP_TEST_WORKER(fail_sometimes) {
+  record_start();
+  int rank = env_int("RANK", -1), attempt = env_int("TORCHELASTIC_RESTART_COUNT", -1);
+  bool failing_attempt = attempt < env_int("FAIL_ATTEMPTS", 1);
+  std::cout << "rank " << rank << " attempt " << attempt << " started" << std::endl;
+  if (!failing_attempt) {
+    std::this_thread::sleep_for(200ms);
+    return 0;
+  }
+  if (rank == env_int("FAIL_RANK", -1)) {
+    wait_for_all_starts(attempt);
+    if (int sig = env_int("FAIL_SIGNAL", 0)) raise(sig);
+    return env_int("FAIL_CODE", 1);
+  }
+  std::this_thread::sleep_for(60s);  // until ddprun stops us
+  return 0;
+}
+
+// Trains "forever"; on SIGTERM finishes the step, "checkpoints" and exits with the stop code.
+// STUBBORN=1 ignores SIGTERM altogether.
+DDP_TEST_WORKER(graceful) {
+  record_start();
+  if (env_int("STUBBORN", 0)) signal(SIGTERM, SIG_IGN);
+  else ddp::install_stop_handlers();
+  std::cout << "ready" << std::endl;
+  for (int step = 0; step < 6000 && !ddp::stop_requested(); ++step) std::this_thread::sleep_for(10ms);
+  if (!ddp::stop_requested()) return 99;
+  std::cout << "checkpoint written after signal " << ddp::stop_signal() << std::endl;
+  return ddp::stop_exit_code();
+}
+
+// ---- tests --------------------------------------------------------------------------------------
+
+TEST_F(Ddprun, GivesEveryWorkerTorchrunsEnvironmentAndPrefixesItsOutput) {
+  Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "3", "--run-id", "r42", "--max-restarts", "2"}),
+               env({{"DDP_TEST_WORKER", "env_report"}}));
+  // Let the workers meet in the store first: the store is ddprun's and outlives them.
+  ASSERT_TRUE(wait_for_output(p, "to stderr from", 3)) << p.output();
+  {
+    std::string out = p.output();
+    size_t at = out.find("MASTER_PORT=");
+    ASSERT_NE(at, std::string::npos) << out;
+    int port = std::stoi(out.substr(at + 12));
+    ddp::TCPStore store(ddp::TCPStoreOptions().host("127.0.0.1").port(port));
+    for (int i = 0; i < 500 && store.add("test/joined", 0) < 3; ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(store.add("test/joined", 0), 3);
+    store.set("test/go", "1");
+  }
+  ASSERT_EQ(p.wait(60s), 0) << p.output();
+  std::string out = p.output();
+  std::string port = out.substr(out.find("MASTER_PORT=") + 12);
+  port = port.substr(0, port.find(' '));
+  EXPECT_NE(port, "0");
+  for (int r = 0; r < 3; ++r) {
+    std::string rs = std::to_string(r);
+    std::string expected = "[" + rs + "]: RANK=" + rs + " LOCAL_RANK=" + rs + " WORLD_SIZE=3 LOCAL_WORLD_SIZE=3 GROUP_RANK=0 ROLE_RANK=" +
+                           rs + " ROLE_WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port +
+                           " TORCHELASTIC_RESTART_COUNT=0 TORCHELASTIC_MAX_RESTARTS=2 TORCHELASTIC_RUN_ID=r42"
+                           " TORCHELASTIC_USE_AGENT_STORE=True OMP_NUM_THREADS=1 \n";
+    EXPECT_NE(out.find(expected), std::string::npos) << expected << "\nin:\n" << out;
+    EXPECT_NE(out.find("[" + rs + "]: to stderr from " + rs + "\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("[" + rs + "]: store ok\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("[" + rs + "]: tail-" + rs + "\n"), std::string::npos) << out;  // partial line flushed
+  }
+  EXPECT_NE(out.find("OMP_NUM_THREADS=1 for every worker"), std::string::npos) << out;
+}
+
+TEST_F(Ddprun, APermanentFailureIsNotRestartedAndItsCodeIsKept) {
+  Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "2", "--max-restarts", "3"}),
+               env({{"DDP_TEST_WORKER", "fail_sometimes"}, {"FAIL_RANK", "1"}, {"FAIL_CODE", "2"}, {"FAIL_ATTEMPTS", "9"}}));
+  EXPECT_EQ(p.wait(60s), 2) << p.output();
+  EXPECT_EQ(starts(starts_file), (std::set<std::string>{"0 0", "1 0"}));
+  EXPECT_NE(p.output().find("worker rank 1 (local 1) exited with code 2: a permanent error"), std::string::npos)
+      << p.output();
+}
+
+TEST_F(Ddprun, AWorkerKilledBySignalIsRestartedWithEveryOther) {
+  Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "2", "--max-restarts", "2"}),
+               env({{"DDP_TEST_WORKER", "fail_sometimes"}, {"FAIL_RANK", "1"}, {"FAIL_SIGNAL", "9"}}));
+  EXPECT_EQ(p.wait(60s), 0) << p.output();
+  EXPECT_EQ(starts(starts_file), (std::set<std::string>{"0 0", "1 0", "0 1", "1 1"}));
+  EXPECT_NE(p.output().find("worker rank 1 (local 1) was killed by SIGKILL (exit 137): retryable"), std::string::npos)
+      << p.output();
+}
+
+TEST_F(Ddprun, RetryableFailuresStopWhenRestartsRunOut) {
+  Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "2", "--max-restarts", "1"}),
+               env({{"DDP_TEST_WORKER", "fail_sometimes"}, {"FAIL_RANK", "0"}, {"FAIL_CODE", "200"}, {"FAIL_ATTEMPTS", "9"}}));
+  EXPECT_EQ(p.wait(60s), 200) << p.output();
+  EXPECT_EQ(starts(starts_file), (std::set<std::string>{"0 0", "1 0", "0 1", "1 1"}));
+  EXPECT_NE(p.output().find("no restarts are left"), std::string::npos) << p.output();
+}
+
+TEST_F(Ddprun, SigtermReachesTheWorkersWhichCheckpointAndExit143) {
+  Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "2"}), env({{"DDP_TEST_WORKER", "graceful"}}));
+  ASSERT_TRUE(wait_for_output(p, "]: ready", 2)) << p.output();
+  p.kill(SIGTERM);
+  EXPECT_EQ(p.wait(30s), 143) << p.output();
+  EXPECT_EQ(count_of(p.output(), "checkpoint written after signal 15"), 2) << p.output();
+}
+
+TEST_F(Ddprun, SigintExits130) {
+  Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "2"}), env({{"DDP_TEST_WORKER", "graceful"}}));
+  ASSERT_TRUE(wait_for_output(p, "]: ready", 2)) << p.output();
+  p.kill(SIGINT);
+  EXPECT_EQ(p.wait(30s), 130) << p.output();
+  EXPECT_EQ(count_of(p.output(), "checkpoint written after signal 2"), 2) << p.output();
+}
+
+TEST_F(Ddprun, AWorkerIgnoringSigtermIsKilledAfterTheGracePeriod) {
+  Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "1", "--grace-period", "0.5"}),
+               env({{"DDP_TEST_WORKER", "graceful"}, {"STUBBORN", "1"}}));
+  ASSERT_TRUE(wait_for_output(p, "]: ready")) << p.output();
+  auto start = std::chrono::steady_clock::now();
+  p.kill(SIGTERM);
+  EXPECT_EQ(p.wait(30s), 143) << p.output();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_NE(p.output().find("after the grace period: SIGKILL"), std::string::npos) << p.output();
+}
+
+TEST_F(Ddprun, WritesPerRankLogFiles) {
+  std::string logs = dir + "/logs";
+  Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "2", "--log-dir", logs, "--run-id", "job1",
+                            "--redirects", "0:1", "--max-restarts", "1"}),
+               env({{"DDP_TEST_WORKER", "fail_sometimes"}, {"FAIL_RANK", "1"}, {"FAIL_CODE", "201"}}));
+  EXPECT_EQ(p.wait(60s), 0) << p.output();
+  for (int attempt : {0, 1})
+    for (int rank : {0, 1}) {
+      std::string base = logs + "/job1/attempt_" + std::to_string(attempt) + "/" + std::to_string(rank);
+      std::ifstream out(base + "/stdout.log");
+      std::string text((std::istreambuf_iterator<char>(out)), {});
+      EXPECT_EQ(text.rfind("rank " + std::to_string(rank) + " attempt " + std::to_string(attempt) + " started\n", 0), 0u)
+          << base << ": " << text;
+      EXPECT_TRUE(fs::exists(base + "/stderr.log")) << base;
+    }
+  // Rank 0's stdout went to its file only; rank 1's to both.
+  EXPECT_EQ(p.output().find("[0]: rank 0"), std::string::npos) << p.output();
+  EXPECT_NE(p.output().find("[1]: rank 1 attempt 0 started"), std::string::npos) << p.output();
+}
+
+TEST_F(Ddprun, BadFlagsAreConfigErrorsWithExit2) {
+  Subprocess p({kDdprun, "--nproc-per-node", "many", "/bin/true"});
+  EXPECT_EQ(p.wait(30s), 2);
+  EXPECT_NE(p.output().find("--nproc-per-node='many' is not an integer"), std::string::npos) << p.output();
+  Subprocess q({kDdprun, "--standalone"}, {{"PET_MAX_RESTARTS", "lots"}});
+  EXPECT_EQ(q.wait(30s), 2);
+  EXPECT_NE(q.output().find("PET_MAX_RESTARTS='lots'"), std::string::npos) << q.output();
+  Subprocess h({kDdprun, "--help"});
+  EXPECT_EQ(h.wait(30s), 0);
+  EXPECT_NE(h.output().find("--nproc-per-node"), std::string::npos) << h.output();
+}
+
+TEST_F(Ddprun, TwoNodesRestartTogetherWhenAWorkerOnNode1Dies) {
+  int port = ddp::testing::free_port();
+  auto node = [&](int rank) {
+    return std::make_unique<Subprocess>(
+        ddprun_args({"--nnodes", "2", "--node-rank", std::to_string(rank), "--master-addr", "127.0.0.1",
+                     "--master-port", std::to_string(port), "--nproc-per-node", "2", "--max-restarts", "2",
+                     "--join-timeout", "30"}),
+        env({{"DDP_TEST_WORKER", "fail_sometimes"}, {"FAIL_RANK", "3"}, {"FAIL_SIGNAL", "9"}}));
+  };
+  auto node1 = node(1);  // may start first: it waits for node 0's store
+  auto node0 = node(0);
+  EXPECT_EQ(node0->wait(60s), 0) << node0->output();
+  EXPECT_EQ(node1->wait(60s), 0) << node1->output();
+  EXPECT_EQ(starts(starts_file),
+            (std::set<std::string>{"0 0", "1 0", "2 0", "3 0", "0 1", "1 1", "2 1", "3 1"}));
+  EXPECT_NE(node0->output().find("another node moved the job to attempt 1"), std::string::npos) << node0->output();
+}
+
+TEST_F(Ddprun, TwoNodesBothEndWithAPermanentErrorOnEither) {
+  int port = ddp::testing::free_port();
+  auto node = [&](int rank) {
+    return std::make_unique<Subprocess>(
+        ddprun_args({"--nnodes", "2", "--node-rank", std::to_string(rank), "--master-addr", "127.0.0.1",
+                     "--master-port", std::to_string(port), "--nproc-per-node", "1", "--max-restarts", "3",
+                     "--join-timeout", "30"}),
+        env({{"DDP_TEST_WORKER", "fail_sometimes"}, {"FAIL_RANK", "1"}, {"FAIL_CODE", "3"}, {"FAIL_ATTEMPTS", "9"}}));
+  };
+  auto node0 = node(0);
+  auto node1 = node(1);
+  EXPECT_EQ(node1->wait(60s), 3) << node1->output();
+  EXPECT_EQ(node0->wait(60s), 3) << node0->output();
+  EXPECT_EQ(starts(starts_file), (std::set<std::string>{"0 0", "1 0"}));
+  EXPECT_NE(node0->output().find("the job ended on another node with exit code 3"), std::string::npos)
+      << node0->output();
+}

@@ -1,0 +1,170 @@
+// Exact resume under real failures: ddp_test_trainer (tests/launcher/test_trainer.cpp) run by ddprun
+// (and by PyTorch's torchrun), interrupted by kill -9 or SIGTERM, must end with weights bit-identical
+// to an uninterrupted run with the same seed.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <ddp/checkpoint.h>
+
+#include "support/multiprocess.h"
+
+namespace fs = std::filesystem;
+using ddp::testing::Subprocess;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kDdprun = std::string(DDP_BUILD_DIR) + "/apps/ddprun/ddprun";
+const std::string kTrainer = std::string(DDP_BUILD_DIR) + "/tests/launcher/ddp_test_trainer";
+
+// 256 samples, 2 ranks x batch 8: 16 steps per epoch, 48 in all.
+std::vector<std::string> trainer_args(const std::string& ckpt_dir, const std::string& out,
+                                      std::vector<std::string> extra = {}) {
+  std::vector<std::string> a = {kTrainer, "--epochs", "3", "--samples", "256", "--batch-size", "8", "--seed", "5",
+                                "--checkpoint-dir", ckpt_dir, "--checkpoint-every", "5", "--out", out};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+std::vector<std::string> ddprun(std::vector<std::string> flags, const std::vector<std::string>& program) {
+  std::vector<std::string> a = {kDdprun, "--monitor-interval", "0.05"};
+  a.insert(a.end(), flags.begin(), flags.end());
+  a.insert(a.end(), program.begin(), program.end());
+  return a;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+bool wait_for(Subprocess& p, const std::string& text, std::chrono::seconds limit = 60s) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (p.output().find(text) != std::string::npos) return true;
+    if (!p.running()) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// The pid a worker printed ("[<rank>]: pid <n> rank ...").
+pid_t worker_pid(const std::string& output, int rank) {
+  std::smatch m;
+  std::regex re("\\[" + std::to_string(rank) + "\\]: pid ([0-9]+) rank");
+  if (!std::regex_search(output, m, re)) return -1;
+  return static_cast<pid_t>(std::stol(m[1]));
+}
+
+class Resume : public ::testing::Test {
+ protected:
+  void SetUp() override { dir = ddp::testing::make_temp_dir("resume"); }
+  void TearDown() override { fs::remove_all(dir); }
+
+  // The uninterrupted run every interrupted one must match.
+  std::string baseline() {
+    std::string out = dir + "/baseline.bin";
+    Subprocess p(ddprun({"--standalone", "--nproc-per-node", "2"}, trainer_args(dir + "/ck-baseline", out)));
+    EXPECT_EQ(p.wait(120s), 0) << p.output();
+    std::string weights = slurp(out);
+    EXPECT_EQ(weights.size(), (16 * 32 + 32 + 32 * 4 + 4) * sizeof(float));
+    return weights;
+  }
+  std::string dir;
+};
+
+}  // namespace
+
+TEST_F(Resume, KillNineMidEpochUnderDdprunEndsBitIdentical) {
+  std::string expected = baseline();
+  std::string out = dir + "/killed.bin";
+  Subprocess p(ddprun({"--standalone", "--nproc-per-node", "2", "--max-restarts", "2"},
+                      trainer_args(dir + "/ck", out, {"--step-sleep-ms", "40"})));
+  // Mid-epoch 1, between two checkpoints (steps 20 and 25): steps 21.. are redone after the restart.
+  ASSERT_TRUE(wait_for(p, "[1]: epoch 1 step 7 ")) << p.output();
+  pid_t victim = worker_pid(p.output(), 1);
+  ASSERT_GT(victim, 0) << p.output();
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  ASSERT_EQ(p.wait(120s), 0) << p.output();
+  EXPECT_NE(p.output().find("worker rank 1 (local 1) was killed by SIGKILL (exit 137): retryable"), std::string::npos)
+      << p.output();
+  EXPECT_NE(p.output().find("resumed from " + dir + "/ck/ckpt-000000000020.ddpckpt"), std::string::npos) << p.output();
+  EXPECT_EQ(slurp(out), expected) << "weights differ from the uninterrupted run";
+}
+
+TEST_F(Resume, SigtermCheckpointsAndAResumedRunEndsBitIdentical) {
+  std::string expected = baseline();
+  std::string out = dir + "/stopped.bin";
+  Subprocess first(ddprun({"--standalone", "--nproc-per-node", "2", "--grace-period", "20"},
+                          trainer_args(dir + "/ck", out, {"--step-sleep-ms", "40"})));
+  ASSERT_TRUE(wait_for(first, "[0]: epoch 1 step 3 ")) << first.output();
+  auto sent = std::chrono::steady_clock::now();
+  first.kill(SIGTERM);
+  EXPECT_EQ(first.wait(60s), 143) << first.output();
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, 20s);  // well within the grace period
+  EXPECT_FALSE(fs::exists(out));
+  // Both ranks stopped after the same step, and that step's checkpoint is there.
+  std::smatch m;
+  std::string output = first.output();
+  ASSERT_TRUE(std::regex_search(output, m, std::regex("\\[0\\]: stopping after global step ([0-9]+)"))) << output;
+  int64_t step = std::stoll(m[1]);
+  EXPECT_NE(output.find("[1]: stopping after global step " + std::to_string(step) + " "), std::string::npos) << output;
+  EXPECT_TRUE(fs::exists(dir + "/ck/" + ddp::checkpoint_file_name(step))) << output;
+  EXPECT_NE(step % 5, 0) << "the stop should land between periodic checkpoints for this test to mean much";
+
+  Subprocess second(ddprun({"--standalone", "--nproc-per-node", "2"}, trainer_args(dir + "/ck", out, {"--resume", "auto"})));
+  ASSERT_EQ(second.wait(120s), 0) << second.output();
+  EXPECT_NE(second.output().find("resumed from " + dir + "/ck/" + ddp::checkpoint_file_name(step)), std::string::npos)
+      << second.output();
+  EXPECT_EQ(slurp(out), expected) << "weights differ from the uninterrupted run";
+}
+
+TEST_F(Resume, TwoNodesRestartTogetherAfterAWorkerOnNode1IsKilled) {
+  std::string expected = baseline();  // 2 ranks on one node; here 1 rank on each of 2 nodes
+  std::string out = dir + "/two-nodes.bin";
+  int port = ddp::testing::free_port();
+  auto node = [&](int rank) {
+    return std::make_unique<Subprocess>(
+        ddprun({"--nnodes", "2", "--node-rank", std::to_string(rank), "--master-addr", "127.0.0.1", "--master-port",
+                std::to_string(port), "--nproc-per-node", "1", "--max-restarts", "2", "--join-timeout", "60"},
+               trainer_args(dir + "/ck", out, {"--step-sleep-ms", "40"})));
+  };
+  auto node0 = node(0);
+  auto node1 = node(1);
+  ASSERT_TRUE(wait_for(*node1, "[1]: epoch 0 step 12 ")) << node1->output();
+  pid_t victim = worker_pid(node1->output(), 1);
+  ASSERT_GT(victim, 0) << node1->output();
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  EXPECT_EQ(node1->wait(120s), 0) << node1->output();
+  EXPECT_EQ(node0->wait(120s), 0) << node0->output();
+  EXPECT_NE(node0->output().find("another node moved the job to attempt 1"), std::string::npos) << node0->output();
+  EXPECT_NE(node0->output().find("[0]: pid"), node0->output().rfind("[0]: pid")) << "node 0's worker was not restarted";
+  EXPECT_EQ(slurp(out), expected) << "weights differ from the uninterrupted run";
+}
+
+TEST_F(Resume, TorchrunTrainsToTheSameWeightsAsDdprun) {
+  std::string expected = baseline();
+  std::string out = dir + "/torchrun.bin";
+  std::vector<std::string> argv = {"/usr/bin/torchrun", "--standalone", "--nproc_per_node", "2", "--no_python"};
+  auto program = trainer_args(dir + "/ck", out);
+  argv.insert(argv.end(), program.begin(), program.end());
+  Subprocess p(argv, {{"OMP_NUM_THREADS", "1"}});
+  ASSERT_EQ(p.wait(180s), 0) << p.output();
+  EXPECT_EQ(slurp(out), expected) << "weights differ from ddprun's run";
+}
+
+TEST_F(Resume, AnUnusableResumeFileIsPermanentAndNotRestarted) {
+  std::string bad = dir + "/ckpt-000000000010.ddpckpt";
+  std::ofstream(bad) << "DDPCKPT1 but nothing else";
+  Subprocess p(ddprun({"--standalone", "--nproc-per-node", "2", "--max-restarts", "3"},
+                      trainer_args(dir + "/ck", dir + "/w.bin", {"--resume", bad})));
+  EXPECT_EQ(p.wait(120s), 2) << p.output();
+  EXPECT_NE(p.output().find(bad + ": truncated"), std::string::npos) << p.output();
+  EXPECT_EQ(p.output().find("attempt 1"), std::string::npos) << p.output();
+}

@@ -1,0 +1,447 @@
+#!/usr/bin/python3
+"""The Kubeflow operators played on one machine, with our manifests and our binaries.
+
+Renders k8s/ (kustomize_lite), then plays what `kubectl apply -k` would start: the shared PVC becomes a
+local folder, the data-prep Job and the training job run as pods, each pod a network namespace with
+its own IP, hostname and /etc/hosts (netpods.py), each container the manifest's command and args with
+the environment the controller injects (operators.py). Scenarios:
+
+  dns-race     overlays/cpu PyTorchJob (Master 1 + Worker 2) applied with its data-prep Job; the workers
+               start 10 s before the master's name resolves (and 2 s more before it listens). The job
+               must succeed with no restarts. Its final model is the reference for kill-worker.
+  kill-worker  the same job; once a checkpoint past step 60 exists, worker-1's pod is killed
+               (SIGKILL, exit 137). restartPolicy ExitCode recreates it (and any pod that exits
+               >= 128 because its peer vanished); the job must complete from the checkpoint with the
+               same final weights as dns-race.
+  bad-arg      the same job with a bad value in the manifest (--lr fast): the job must fail with a
+               permanent exit code (2) and no pod recreated.
+  trainjob     Trainer v2: the TrainJob (2 nodes x ddprun 2 processes) on the torch-distributed
+               runtime, after the data-prep Job, the master's record 5 s late. Must complete.
+  ddprun       overlays/cpu-ddprun: PyTorchJob with nprocPerNode "2" and ddprun as the command (3 pods
+               x 2 processes). Must complete.
+
+The manifests are played as written except these overrides, so a run takes seconds: --epochs 2
+(1 for ddprun), --checkpoint-every 20. Root and `ip netns` are required; without them the run exits
+77 (ctest SKIP_RETURN_CODE) saying why. Every namespace, veth, bridge and hosts file is removed at the
+end, on failure too; leftovers of a killed run are removed by the next one.
+
+  rehearse.py --build-dir build [--scenario dns-race,kill-worker,bad-arg] [--work DIR] [--keep]
+"""
+import argparse
+import copy
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "k8s"))
+sys.path.insert(0, os.path.join(REPO, "docker"))
+import chroot_build  # noqa: E402  (the Dockerfile parser: the image's ENV)
+import kustomize_lite  # noqa: E402
+import netpods  # noqa: E402
+import operators  # noqa: E402
+
+SKIP = 77
+BINARIES = {"train_cifar10": "apps/train_cifar10/train_cifar10", "train_ranzcr": "apps/train_ranzcr/train_ranzcr",
+            "ddprun": "apps/ddprun/ddprun",
+            "make_cifar10_synthetic": "tools/make_cifar10_synthetic/make_cifar10_synthetic",
+            "make_ranzcr_synthetic": "tools/make_ranzcr_synthetic/make_ranzcr_synthetic"}
+ALL = ["dns-race", "kill-worker", "bad-arg", "trainjob", "ddprun"]
+
+
+class ScenarioFailed(Exception):
+    pass
+
+
+def expect(cond, what):
+    if not cond:
+        raise ScenarioFailed(what)
+    print(f"  ok: {what}")
+
+
+# ---- setup --------------------------------------------------------------------------------------
+
+def image_env(repo):
+    """ENV of the runtime stage of docker/Dockerfile (what the pods' processes start with)."""
+    text = open(os.path.join(repo, "docker", "Dockerfile"), encoding="utf-8").read()
+    instructions = chroot_build.parse_dockerfile(text)
+    env, stage = {"PATH": chroot_build.DEFAULT_PATH}, None
+    for _, ins, rest in instructions:
+        if ins == "FROM":
+            stage = rest.split()[-1]
+            env = {"PATH": chroot_build.DEFAULT_PATH}
+        elif ins == "ENV" and stage == "runtime":
+            env.update(chroot_build.parse_kv(rest, env, "ENV"))
+    return env
+
+
+def make_bin_dir(build_dir, work, standin):
+    """work/bin with our binaries: the image's /opt/ddp/bin, played by the build tree."""
+    d = os.path.join(work, "bin")
+    os.makedirs(d, exist_ok=True)
+    found = []
+    for name, rel in BINARIES.items():
+        src = os.path.join(build_dir, rel)
+        if standin and os.access(os.path.join(standin, name), os.X_OK):
+            src = os.path.join(standin, name)
+        if os.access(src, os.X_OK):
+            os.symlink(os.path.abspath(src), os.path.join(d, name))
+            found.append(name)
+    os.chmod(work, 0o755)
+    return d, found
+
+
+def set_flag(argv, flag, value):
+    argv = list(argv)
+    if flag in argv:
+        argv[argv.index(flag) + 1] = value
+    else:
+        argv += [flag, value]
+    return argv
+
+
+def override_args(obj, overrides):
+    """Applies the documented overrides to every trainer container (and a TrainJob's trainer)."""
+    def fix(args):
+        for flag, value in overrides:
+            if flag in args:
+                args = set_flag(args, flag, value)
+        return args
+    if obj["kind"] == "PyTorchJob":
+        for rs in obj["spec"]["pytorchReplicaSpecs"].values():
+            for c in rs["template"]["spec"]["containers"]:
+                c["args"] = fix([str(a) for a in c.get("args", [])])
+    elif obj["kind"] == "TrainJob":
+        t = obj["spec"]["trainer"]
+        t["args"] = fix([str(a) for a in t.get("args", [])])
+    return obj
+
+
+def by_kind(objects, kind):
+    return [o for o in objects if o["kind"] == kind]
+
+
+class Scenario:
+    def __init__(self, name, args, cluster_factory):
+        self.name, self.args = name, args
+        self.work = os.path.join(args.work, name)
+        os.makedirs(self.work, exist_ok=True)
+        os.chmod(self.work, 0o755)
+        self.logs = os.path.join(self.work, "logs")
+        os.makedirs(self.logs, exist_ok=True)
+        os.chmod(self.logs, 0o777)
+        self.pvc = os.path.join(self.work, "pvc")
+        os.makedirs(self.pvc, exist_ok=True)
+        self.cluster = cluster_factory(self.work)
+        self.factory = operators.PodFactory(self.cluster, args.bin_dir, {"ddp-shared": self.pvc},
+                                            args.image_env, self.logs)
+
+    def render(self, path):
+        objs = kustomize_lite.render(os.path.join(self.args.repo, path))
+        pvcs = by_kind(objs, "PersistentVolumeClaim")
+        for p in pvcs:
+            if p["metadata"]["name"] not in self.factory.pvc_dirs:
+                raise ScenarioFailed(f"{path}: PVC {p['metadata']['name']} is not played")
+            expect("ReadWriteMany" in p["spec"]["accessModes"], f"{path}: PVC {p['metadata']['name']} is ReadWriteMany")
+        return objs
+
+    def tail(self, pod_prefix, n=15):
+        out = []
+        for f in sorted(os.listdir(self.logs)):
+            if f.startswith(pod_prefix) and f.endswith(".log"):
+                lines = open(os.path.join(self.logs, f), errors="replace").read().splitlines()
+                out.append(f"--- {f} (last {n} lines)\n" + "\n".join(lines[-n:]))
+        return "\n".join(out)
+
+    def log_text(self, pod_name):
+        p = os.path.join(self.logs, pod_name + ".log")
+        return open(p, errors="replace").read() if os.path.exists(p) else ""
+
+
+def run_job_thread(sc, job, timeout):
+    box = {}
+
+    def target():
+        try:
+            box["res"] = operators.play_job(job, sc.factory, timeout)
+        except Exception as e:  # reported by the caller
+            box["error"] = e
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    return t, box
+
+
+def model_digest(model_dir):
+    """sha256 of every file the trainer wrote to --model-dir, metrics excluded."""
+    out = {}
+    if not os.path.isdir(model_dir):
+        return out
+    for f in sorted(os.listdir(model_dir)):
+        p = os.path.join(model_dir, f)
+        if os.path.isfile(p) and "metrics" not in f:
+            out[f] = hashlib.sha256(open(p, "rb").read()).hexdigest()
+    return out
+
+
+def same_weights(dir_a, dir_b):
+    """(True/False, how): byte-identical model files, or else every tensor exactly equal when loaded
+    with Python's torch (the trainer writes torch.save-format dicts; a container timestamp must not
+    count as a different model)."""
+    a, b = model_digest(dir_a), model_digest(dir_b)
+    if a and a == b:
+        return True, "byte-identical files"
+    if sorted(a) != sorted(b):
+        return False, f"different files: {sorted(a)} vs {sorted(b)}"
+    code = (
+        "import sys, torch\n"
+        "ok = True\n"
+        "for f in sys.argv[3:]:\n"
+        "    x = torch.load(sys.argv[1] + '/' + f, map_location='cpu')\n"
+        "    y = torch.load(sys.argv[2] + '/' + f, map_location='cpu')\n"
+        "    if sorted(x) != sorted(y) or any(not torch.equal(x[k], y[k]) for k in x):\n"
+        "        bad = [k for k in x if k in y and not torch.equal(x[k], y[k])]\n"
+        "        print(f + ': tensors differ: ' + ', '.join(bad[:5])); ok = False\n"
+        "sys.exit(0 if ok else 1)\n")
+    r = subprocess.run(["/usr/bin/python3", "-c", code, dir_a, dir_b] + sorted(a), capture_output=True, text=True)
+    if r.returncode == 0:
+        return True, "files differ in bytes but every tensor is exactly equal (torch.load)"
+    return False, (r.stdout + r.stderr).strip()[-500:]
+
+
+def checkpoint_steps(ckpt_dir):
+    steps = []
+    if os.path.isdir(ckpt_dir):
+        for f in os.listdir(ckpt_dir):
+            m = re.fullmatch(r"ckpt-(\d+)\.ddpckpt", f)
+            if m:
+                steps.append(int(m.group(1)))
+    return sorted(steps)
+
+
+# ---- scenarios ----------------------------------------------------------------------------------
+
+OVERRIDES = [("--epochs", "2"), ("--checkpoint-every", "20")]
+
+
+def pytorchjob_run(sc, overlay, overrides, mutate=None, dns_delay=0.0, master_start_delay=0.0, on_tick=None,
+                   timeout=300):
+    objs = sc.render(overlay)
+    job = override_args(copy.deepcopy(by_kind(objs, "PyTorchJob")[0]), overrides)
+    if mutate:
+        mutate(job)
+    prep = by_kind(objs, "Job")
+    threads = [run_job_thread(sc, j, timeout) for j in prep]   # applied together, as kubectl apply -k does
+    res = operators.play_pytorchjob(job, sc.factory, timeout, dns_delay=dns_delay,
+                                    master_start_delay=master_start_delay, on_tick=on_tick)
+    for t, box in threads:
+        t.join(timeout)
+        if "error" in box:
+            raise box["error"]
+        expect(box["res"].condition == "Succeeded", f"data-prep Job {box['res'].name} completed")
+    return job, res
+
+
+def scenario_dns_race(sc, state):
+    job, res = pytorchjob_run(sc, "k8s/overlays/cpu", OVERRIDES, dns_delay=10.0, master_start_delay=2.0)
+    name = job["metadata"]["name"]
+    if res.condition != "Succeeded":
+        print(sc.tail(name))
+    expect(res.condition == "Succeeded", f"PyTorchJob {name} succeeded ({res.reason})")
+    expect(res.total_recreations == 0 and sum(res.restarted.values()) == 0, "no pod was restarted or recreated")
+    workers = [f"{name}-worker-{i}" for i in range(job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"])]
+    lead = res.created[f"{name}-master-0"][0] - max(res.created[w][0] for w in workers)
+    expect(lead >= 9.5, f"the master's pod and record came {lead:.1f} s after the workers' pods")
+    digest = model_digest(os.path.join(sc.pvc, "models", name))
+    expect(bool(digest), f"the master wrote the model: {sorted(digest)}")
+    state["reference"] = os.path.join(sc.pvc, "models", name)
+    state["reference_steps"] = checkpoint_steps(os.path.join(sc.pvc, "checkpoints", name))
+
+
+def scenario_kill_worker(sc, state):
+    name_box = {}
+    killed = {}
+
+    def on_tick(res, runs):
+        if killed:
+            return
+        name = res.name
+        steps = checkpoint_steps(os.path.join(sc.pvc, "checkpoints", name))
+        target = next(r for r in runs if r.name == f"{name}-worker-0")
+        if steps and steps[-1] >= 60 and target.stage == "main" and target.phase == "Running":
+            res.event(f"checkpoint at step {steps[-1]} exists: killing pod {target.name} (SIGKILL)")
+            target.pod.signal_all(signal.SIGKILL)
+            killed["at"] = steps[-1]
+            name_box["name"] = name
+    job, res = pytorchjob_run(sc, "k8s/overlays/cpu", OVERRIDES, on_tick=on_tick)
+    name = job["metadata"]["name"]
+    if res.condition != "Succeeded":
+        print(sc.tail(name))
+    expect(bool(killed), "a worker pod was killed mid-run (after the checkpoint at step %s)" % killed.get("at"))
+    expect(res.condition == "Succeeded", f"PyTorchJob {name} succeeded after the kill ({res.reason})")
+    worker = f"{name}-worker-0"
+    expect(res.recreated[worker] >= 1, f"{worker} was deleted and created again ({res.recreated[worker]}x)")
+    failures = [(p, rc) for p, _, rc in res.exits if rc != 0]
+    expect(all(rc >= 128 for _, rc in failures), f"every failure was retryable: {failures}")
+    expect((worker, 137) in failures, f"{worker} reported exit code 137 (SIGKILL)")
+    resumed = [p for p in (r[0] for r in res.exits) if "resum" in sc.log_text(p).lower()]
+    print(f"  note: pods whose logs mention resuming: {sorted(set(resumed))}")
+    ref = state.get("reference")
+    if ref is None:
+        raise ScenarioFailed("no reference model: run dns-race first")
+    same, how = same_weights(ref, os.path.join(sc.pvc, "models", name))
+    expect(same, f"final weights identical to the undisturbed run's ({how})")
+
+
+def scenario_bad_arg(sc, state):
+    def mutate(job):
+        for rs in job["spec"]["pytorchReplicaSpecs"].values():
+            c = rs["template"]["spec"]["containers"][0]
+            c["args"] = set_flag(c["args"], "--lr", "fast")
+    t0 = time.time()
+    job, res = pytorchjob_run(sc, "k8s/overlays/cpu", OVERRIDES, mutate=mutate, timeout=120)
+    name = job["metadata"]["name"]
+    if res.condition != "Failed":
+        print(sc.tail(name))
+    expect(res.condition == "Failed", f"PyTorchJob {name} failed ({res.reason})")
+    codes = [rc for _, _, rc in res.exits]
+    expect(2 in codes and all(rc < 128 for rc in codes), f"permanent exit codes only: {res.exits}")
+    expect(res.total_recreations == 0 and sum(res.restarted.values()) == 0, "no pod was restarted or recreated")
+    logs = "\n".join(sc.log_text(p) for p, _, _ in res.exits)
+    bad = [l for l in logs.splitlines() if not l.startswith("###") and ("--lr" in l or "'fast'" in l)]
+    expect(bool(bad), f"the failing pod's log names the bad flag: {bad[:1]}")
+    expect(time.time() - t0 < 120, f"failed in {time.time() - t0:.0f} s")
+
+
+def scenario_trainjob(sc, state):
+    objs = sc.render("k8s/data/cifar10")
+    for j in by_kind(objs, "Job"):
+        r = operators.play_job(j, sc.factory, 120)
+        expect(r.condition == "Succeeded", f"data-prep Job {j['metadata']['name']} completed")
+    objs = sc.render("k8s/trainjob")
+    tj = override_args(copy.deepcopy(by_kind(objs, "TrainJob")[0]), OVERRIDES)
+    runtime_doc = [d for d in kustomize_lite.load_yaml_docs(os.path.join(sc.args.repo, "tests", "k8s", "schemas",
+                                                                         "torch_distributed_runtime.v2.3.0.yaml"))][0]
+    expect(tj["spec"]["runtimeRef"]["name"] == runtime_doc["metadata"]["name"], "the TrainJob names the stock torch-distributed runtime")
+    res = operators.play_trainjob(tj, runtime_doc, sc.factory, 300, dns_delay=5.0)
+    name = tj["metadata"]["name"]
+    if res.condition != "Succeeded":
+        print(sc.tail(name))
+    expect(res.condition == "Succeeded", f"TrainJob {name} completed ({res.reason})")
+    model_dir = next(a for a in tj["spec"]["trainer"]["args"] if a.startswith("/shared/models/"))
+    digest = model_digest(sc.factory.rewrite(model_dir, [("/shared", sc.pvc)]))
+    expect(bool(digest), f"the model was written: {sorted(digest)}")
+
+
+def scenario_ddprun(sc, state):
+    job, res = pytorchjob_run(sc, "k8s/overlays/cpu-ddprun", [("--epochs", "1"), ("--checkpoint-every", "20")])
+    name = job["metadata"]["name"]
+    if res.condition != "Succeeded":
+        print(sc.tail(name))
+    expect(job["spec"].get("nprocPerNode") == "2", "nprocPerNode is \"2\"")
+    expect(res.condition == "Succeeded", f"PyTorchJob {name} (3 pods x ddprun 2 processes) succeeded ({res.reason})")
+    expect(res.total_recreations == 0, "no pod was recreated")
+    expect(bool(model_digest(os.path.join(sc.pvc, "models", name))), "the model was written")
+
+
+SCENARIOS = {"dns-race": scenario_dns_race, "kill-worker": scenario_kill_worker, "bad-arg": scenario_bad_arg,
+             "trainjob": scenario_trainjob, "ddprun": scenario_ddprun}
+
+
+# ---- main ---------------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repo", default=REPO)
+    ap.add_argument("--build-dir", default=os.path.join(REPO, "build"))
+    ap.add_argument("--scenario", default=",".join(ALL))
+    ap.add_argument("--work")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder (logs, PVC folders)")
+    ap.add_argument("--standin-bin-dir", help=argparse.SUPPRESS)  # harness development only, never in ctest
+    args = ap.parse_args()
+    names = [s for s in args.scenario.split(",") if s]
+    for n in names:
+        if n not in SCENARIOS:
+            ap.error(f"unknown scenario {n}; known: {', '.join(ALL)}")
+    why = netpods.netns_capable()
+    if why:
+        print(f"SKIP: the rehearsal needs root and network namespaces ({why})")
+        return SKIP
+    stale = netpods.clean_stale()
+    if stale:
+        print(f"removed the leftovers of earlier runs (pids {stale})")
+    args.repo = os.path.abspath(args.repo)
+    own_work = args.work is None
+    args.work = args.work or tempfile.mkdtemp(prefix="ddp-rehearsal-")
+    os.makedirs(args.work, exist_ok=True)
+    args.bin_dir, found = make_bin_dir(os.path.abspath(args.build_dir), args.work, args.standin_bin_dir)
+    if args.standin_bin_dir:
+        print(f"WARNING: stand-in binaries from {args.standin_bin_dir}: harness development, not a rehearsal")
+    needed = {"train_cifar10", "make_cifar10_synthetic"} | ({"ddprun"} if {"trainjob", "ddprun"} & set(names) else set())
+    missing = sorted(needed - set(found))
+    if missing:
+        print(f"FAIL: not built in {args.build_dir}: {', '.join(missing)}")
+        return 1
+    args.image_env = image_env(args.repo)
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, on_signal)
+    state, results, clusters = {}, [], []
+
+    def cluster_factory(work):
+        c = netpods.Cluster(work)
+        clusters.append(c)
+        return c
+    interrupted = False
+    try:
+        for n in names:
+            if interrupted:
+                break
+            print(f"== scenario {n}")
+            t0 = time.time()
+            sc = None
+            try:
+                sc = Scenario(n, args, cluster_factory)
+                SCENARIOS[n](sc, state)
+                results.append((n, "PASS", time.time() - t0, ""))
+            except ScenarioFailed as e:
+                results.append((n, "FAIL", time.time() - t0, str(e)))
+                print(f"  FAIL: {e}")
+            except KeyboardInterrupt as e:
+                results.append((n, "FAIL", time.time() - t0, f"interrupted ({e or 'SIGINT'})"))
+                print(f"  interrupted: {e}; tearing down")
+                interrupted = True
+            except Exception as e:  # a harness error is a failure of the scenario, with its trace
+                import traceback
+                traceback.print_exc()
+                results.append((n, "FAIL", time.time() - t0, f"{type(e).__name__}: {e}"))
+            finally:
+                if sc is not None:
+                    sc.cluster.teardown()
+                    left = sc.cluster.leftovers()
+                    if left:
+                        results.append((n + " teardown", "FAIL", 0.0, f"left behind: {left}"))
+    finally:
+        for c in clusters:
+            c.teardown()
+        if own_work and not args.keep and all(r[1] == "PASS" for r in results):
+            shutil.rmtree(args.work, ignore_errors=True)
+        else:
+            print(f"work folder (logs, PVC folders): {args.work}")
+    print("== summary")
+    for n, verdict, took, why in results:
+        print(f"  {verdict}  {n:14s} {took:6.1f} s  {why}")
+    return 0 if results and all(r[1] == "PASS" for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
