@@ -56,7 +56,7 @@ def main():
     p.add_argument("--bench", default="build/bench/allreduce/bench_allreduce", help="bench_allreduce binary")
     p.add_argument("--python", default="/usr/bin/python3", help="python with torch (Debian: /usr/bin/python3)")
     p.add_argument("--nranks", type=int, default=2)
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--min-bytes", type=int, default=4096)
     p.add_argument("--max-bytes", type=int, default=64 << 20)
     p.add_argument("--seconds", type=float, default=0.5, help="target time per size and round")
@@ -70,6 +70,7 @@ def main():
     # Same environment for both: loopback, one OpenMP thread, quiet logs.
     env = {"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "DDP_LOG_LEVEL": "warn"}
     times = {name: {} for name in impls}
+    load_before = os.getloadavg()[0]
     for r in range(a.rounds):
         for name, cmd in (impls.items() if r % 2 == 0 else reversed(impls.items())):
             for size, sec in run_once(cmd, a.nranks, env).items():
@@ -78,18 +79,26 @@ def main():
 
     n = a.nranks
     factor = 2 * (n - 1) / n
-    print(f"allreduce float32, {n} ranks over loopback, median of {a.rounds} rounds "
-          f"(GB/s = 1e9 bytes/s; busbw = algbw * 2(n-1)/n)")
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    print(f"allreduce float32, {n} ranks over loopback; {os.cpu_count()} CPUs ({cpu}); "
+          f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
+    print(f"time and bandwidth: median of {a.rounds} rounds (ddp and torch alternate); best/best: ratio of the "
+          f"fastest rounds. GB/s = 1e9 B/s, busbw = algbw * 2(n-1)/n")
     print(f"{'size':>9} | {'ddp time':>10} {'algbw':>7} {'busbw':>7} | {'torch time':>10} {'algbw':>7} {'busbw':>7} "
-          f"| {'ddp/torch':>9}")
-    print("-" * 86)
+          f"| {'ddp/torch':>9} {'best/best':>9}")
+    print("-" * 96)
     for size in sorted(times["ddp"]):
         d = statistics.median(times["ddp"][size])
         t = statistics.median(times["torch"][size])
+        best = min(times["torch"][size]) / min(times["ddp"][size])
         da, ta = size / d / 1e9, size / t / 1e9
         print(f"{human(size):>9} | {d * 1e6:8.0f}us {da:7.3f} {da * factor:7.3f} | {t * 1e6:8.0f}us {ta:7.3f} "
-              f"{ta * factor:7.3f} | {t / d:8.2f}x")
-
+              f"{ta * factor:7.3f} | {t / d:8.2f}x {best:8.2f}x")
 
 if __name__ == "__main__":
     main()
