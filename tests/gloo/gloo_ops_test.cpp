@@ -5,6 +5,7 @@
 #include <ddp/process_group_gloo.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <thread>
 
@@ -187,6 +188,19 @@ static void reduce_scatter_ops(ddp::ProcessGroup* pg) {
   }
 }
 
+// min/max propagate NaN from any rank, like torch.minimum/maximum.
+static void nan_propagation(ddp::ProcessGroup* pg) {
+  for (auto op : {ReduceOp::kMin, ReduceOp::kMax}) {
+    for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+      std::vector<at::Tensor> t = {rank_pattern(rank(), {5}, dtype)};
+      if (rank() == world() - 1) t[0][2] = std::nan("");
+      pg->allreduce(t, ddp::AllreduceOptions().op(op))->wait();
+      check(std::isnan(t[0][2].item<double>()), "NaN propagates through " + name(op, dtype, 5));
+      check(!std::isnan(t[0][1].item<double>()), "no NaN elsewhere for " + name(op, dtype, 5));
+    }
+  }
+}
+
 // ---- every collective at 2, 3 and 4 ranks (one set of processes per world size) ------------------
 DDP_TEST_WORKER(all_collectives) {
   auto pg = make_test_group();
@@ -195,6 +209,7 @@ DDP_TEST_WORKER(all_collectives) {
   broadcast_lists(pg.get());
   allgather_layouts(pg.get());
   reduce_scatter_ops(pg.get());
+  nan_propagation(pg.get());
   return 0;
 }
 TEST(GlooCollectives, AllOps2Ranks) { run("all_collectives", 2); }
