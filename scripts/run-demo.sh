@@ -15,7 +15,9 @@ if [ ! -d "$DEMO_DIR/data/cifar-10-batches-py" ]; then
   "$BUILD_DIR/tools/make_cifar10_synthetic/make_cifar10_synthetic" \
     --out "$DEMO_DIR/data" --train 20000 --test 2000 --layout py --seed 0
 fi
+# A fresh run each time; --resume auto serves restarts within this run (--max-restarts 1).
+rm -rf "$DEMO_DIR/checkpoints" "$DEMO_DIR/model" "$DEMO_DIR/metrics.jsonl"
 exec "$BUILD_DIR/apps/ddprun/ddprun" --standalone --nproc-per-node "${DEMO_NPROC:-2}" --max-restarts 1 \
   "$BUILD_DIR/apps/train_cifar10/train_cifar10" \
   --data-dir "$DEMO_DIR/data" --model-dir "$DEMO_DIR/model" --epochs "${DEMO_EPOCHS:-3}" \
-  --metrics-file "$DEMO_DIR/metrics.jsonl"
+  --metrics-file "$DEMO_DIR/metrics.jsonl" --checkpoint-dir "$DEMO_DIR/checkpoints" --resume auto

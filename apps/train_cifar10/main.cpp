@@ -1,6 +1,7 @@
 // train_cifar10: distributed CIFAR-10 training; the C++ counterpart of the aws-do-kubeflow
 // workshop's cifar10-distributed-gpu-final.py. Usage and behaviour: docs/CIFAR10.md.
 #include <ddp/errors.h>
+#include <ddp/signals.h>
 
 #include "train_options.h"
 #include "trainer.h"
@@ -9,6 +10,7 @@ int main(int argc, char** argv) {
   try {
     auto options = train_cifar10::parse_train_options(argc, argv, train_cifar10::process_environment());
     if (!options) return 0;  // --help
+    ddp::install_stop_handlers();  // SIGTERM: finish the step, checkpoint, exit 143
     return train_cifar10::run_training(*options);
   } catch (const std::exception& e) {
     return ddp::report_and_exit_code(e);

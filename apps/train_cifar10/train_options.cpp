@@ -70,9 +70,10 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, const std
   cli.add_options("Runtime")
       ("backend", "auto, gloo or nccl", cxxopts::value<std::string>()->default_value("auto"))
       ("device", "auto (cuda:LOCAL_RANK when usable, else cpu), cpu or cuda", cxxopts::value<std::string>()->default_value("auto"))
-      ("threads", "intra-op threads per rank (0: cores / local world size)", cxxopts::value<std::string>()->default_value("0"))
+      ("threads", "intra-op threads per rank (0: $OMP_NUM_THREADS if set, else cores / ranks on this node)", cxxopts::value<std::string>()->default_value("0"))
       ("progress", "auto (a bar on a terminal, plain lines otherwise), bar or plain", cxxopts::value<std::string>()->default_value("auto"))
       ("h,help", "show this help");
+  ddp::CheckpointFlags::add_to(cli);
 
   cxxopts::ParseResult args;
   try {
@@ -81,7 +82,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, const std
     throw ddp::ConfigError(std::string("train_cifar10: ") + e.what());
   }
   if (args.count("help")) {
-    std::cout << cli.help({"Data", "Training", "Runtime"}) << std::endl;
+    std::cout << cli.help({"Data", "Training", "Runtime", "Checkpoints"}) << std::endl;
     return std::nullopt;
   }
   if (!args.unmatched().empty()) throw ddp::ConfigError("train_cifar10: unexpected argument '" + args.unmatched()[0] + "'");
@@ -151,6 +152,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, const std
   o.progress = args["progress"].as<std::string>();
   check_choice("--progress", o.progress, {"auto", "bar", "plain"});
   require(!(o.device == "cpu" && o.backend == "nccl"), "--backend nccl needs CUDA tensors, but --device is cpu");
+  o.checkpoint = ddp::CheckpointFlags::from(args);
   return o;
 }
 

@@ -4,6 +4,8 @@
 //
 //   TrainOptions o = parse_train_options(argc, argv, environment);   // nullopt: --help was printed
 
+#include <ddp/checkpoint_flags.h>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -36,6 +38,9 @@ struct TrainOptions {
   bool augment = true;           ///< RandomCrop(32, 4) + flip on the training set
   bool fast_cpu_kernels = true;  ///< the Net's fused CPU kernels (see models/cifar_net.h)
   std::string progress = "auto"; ///< auto (bar on a TTY) | bar | plain
+
+  /// --checkpoint-dir, --checkpoint-every, --checkpoint-keep, --resume (shared by every trainer).
+  ddp::CheckpointFlags checkpoint;
 };
 
 /// Parses argv. `env` supplies the SM_* defaults (the process environment in main()).

@@ -15,6 +15,7 @@
 #include <ddp/errors.h>
 #include <ddp/init.h>
 #include <ddp/logging.h>
+#include <ddp/signals.h>
 #include <ddp/world_info.h>
 
 #include <sched.h>
@@ -22,6 +23,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <sstream>
 #include <thread>
 
@@ -43,6 +45,27 @@ int available_cores() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+// --threads when given, else OMP_NUM_THREADS when set (as PyTorch honours it), else the cores this
+// process may run on shared by the ranks on this node. Without a launcher (PyTorchJob-style
+// RANK/WORLD_SIZE) the ranks on this node are unknown, except that with a loopback MASTER_ADDR they
+// all are. Oversubscribed OpenMP threads are very slow (they spin waiting for each other).
+int intra_op_threads(int flag, const ddp::WorldInfo& world) {
+  if (flag > 0) return flag;
+  if (const char* omp = std::getenv("OMP_NUM_THREADS")) {
+    char* end = nullptr;
+    long v = std::strtol(omp, &end, 10);
+    if (*omp && *end == '\0' && v > 0 && v <= 1024) return static_cast<int>(v);
+    throw ddp::ConfigError("OMP_NUM_THREADS='" + std::string(omp) + "' is not a thread count in 1..1024");
+  }
+  int ranks_here = std::max(1, world.local_world_size);
+  if (ranks_here == 1 && world.world_size > 1 && is_loopback(world.master_addr)) ranks_here = world.world_size;
+  return std::max(1, available_cores() / ranks_here);
 }
 
 struct DeviceChoice {
@@ -91,7 +114,8 @@ class Trainer {
                                      .prefetch(2)
                                      .device(device)),
         test_indices_(test_indices(data_.test.size(), pg_->size(), pg_->rank())),
-        log_(RunLogOptions().enabled(pg_->rank() == 0).metrics_file(o.metrics_file).progress(o.progress)) {}
+        log_(RunLogOptions().enabled(pg_->rank() == 0).metrics_file(o.metrics_file).progress(o.progress)),
+        checkpointer_(o.checkpoint.options(), pg_) {}
 
   int run() {
     const auto run_start = Clock::now();
@@ -101,6 +125,8 @@ class Trainer {
     EvalCounts last;
     int64_t trained_images = 0;  // all ranks
     double train_seconds = 0;
+    if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *model_.module(), &optimizer_))
+      progress_ = resumed->progress;
     while (progress_.epoch < o_.epochs && !stop) {
       const auto epoch_start = Clock::now();
       sampler_.set_epoch(progress_.epoch);
@@ -141,7 +167,14 @@ class Trainer {
           interval_steps = interval_images = 0;
           interval_start = Clock::now();
         }
-        if (out_of_steps || should_stop()) {
+        const bool stop_signal = should_stop();
+        if (stop_signal || checkpointer_.due(progress_)) checkpointer_.save(*model_.module(), &optimizer_, progress_);
+        if (stop_signal) {
+          DDP_LOG(WARN) << "stopping on signal " << ddp::stop_signal() << " after global step " << progress_.global_step
+                        << " (checkpoint written)";
+          return ddp::stop_exit_code();
+        }
+        if (out_of_steps) {
           stop = true;
           break;
         }
@@ -152,13 +185,16 @@ class Trainer {
 
       last = evaluate();
       report(last, epoch_images / std::max(1e-9, epoch_train_seconds), seconds_since(epoch_start));
-      if (!stop) progress_.next_epoch();
+      if (!stop) {
+        progress_.next_epoch();
+        checkpointer_.save(*model_.module(), &optimizer_, progress_, {{"test_accuracy", std::to_string(last.accuracy())}});
+      }
     }
 
     if (pg_->rank() == 0) {
       const std::string path = o_.model_dir + "/model.pt";
       save_state_dict(*model_.module(), path);
-      DDP_LOG(INFO) << "saved the model (" << model_.module()->parameters().size() << " parameters) to " << path;
+      DDP_LOG(INFO) << "saved the model (" << model_.module()->parameters().size() << " parameter tensors) to " << path;
     }
     pg_->barrier()->wait();  // every rank ends after the model is on disk
 
@@ -170,17 +206,17 @@ class Trainer {
             << ",\"images_per_sec\":" << json_number(trained_images / std::max(1e-9, total_seconds))
             << ",\"accuracy\":" << json_number(last.accuracy()) << ",\"loss\":" << json_number(last.mean_loss()) << "}";
     log_.metrics_record(summary.str());
-    if (pg_->rank() == 0)
+    if (pg_->rank() == 0) {
       DDP_LOG(INFO) << "done: " << progress_.global_step << " steps, " << trained_images << " images in " << total_seconds
                     << " s (" << static_cast<int64_t>(trained_images / std::max(1e-9, total_seconds))
                     << " images/s end to end), test accuracy " << last.accuracy();
+    }
     return 0;
   }
 
  private:
-  // Hook for graceful stops (SIGTERM -> checkpoint -> exit 143); every rank must agree, so an
-  // implementation has to be collective (ddp::stop_requested_any).
-  bool should_stop() { return false; }
+  // Graceful stop (SIGTERM -> checkpoint -> exit 143): collective, so every rank stops after the same step.
+  bool should_stop() { return ddp::stop_requested_any(*pg_); }
 
   EvalCounts evaluate() {
     auto& net = model_.module();
@@ -221,6 +257,7 @@ class Trainer {
   std::vector<int64_t> test_indices_;
   ddp::TrainingProgress progress_;
   RunLog log_;
+  ddp::Checkpointer checkpointer_;
 };
 
 }  // namespace
@@ -234,7 +271,7 @@ int run_training(const TrainOptions& o) {
   auto pg = ddp::init_process_group(init);
   const ddp::WorldInfo& world = ddp::world();
 
-  const int threads = o.threads > 0 ? o.threads : std::max(1, available_cores() / std::max(1, world.local_world_size));
+  const int threads = intra_op_threads(o.threads, world);
   at::set_num_threads(threads);
   if (pg->rank() == 0) {
     DDP_LOG(INFO) << "train_cifar10: " << world.describe() << ", backend " << pg->backend_name() << ", device "
@@ -243,8 +280,9 @@ int run_training(const TrainOptions& o) {
   }
 
   ddp::data::Cifar10Data data = ddp::data::load_cifar10(o.data_dir);
-  if (pg->rank() == 0)
+  if (pg->rank() == 0) {
     DDP_LOG(INFO) << "data ready in " << seconds_since(start) << " s; model will be saved to " << o.model_dir << "/model.pt";
+  }
 
   torch::manual_seed(static_cast<uint64_t>(o.seed));  // same initial weights everywhere (DDP broadcasts rank 0's anyway)
   if (o.model == "net") {

@@ -62,7 +62,7 @@ Options parse_options(int argc, char** argv, bool* help, std::string* usage) {
   cli.add_options("Runtime")
       ("device", "auto | cpu | cuda", cxxopts::value<std::string>()->default_value("auto"))
       ("backend", "auto | gloo | nccl", cxxopts::value<std::string>()->default_value("auto"))
-      ("threads", "intra-op threads per rank (0: cores / ranks on this node)", cxxopts::value<int>()->default_value("0"))
+      ("threads", "intra-op threads per rank (0: $OMP_NUM_THREADS if set, else usable CPUs / ranks on this node)", cxxopts::value<int>()->default_value("0"))
       ("metrics-file", "rank 0 appends JSON lines (train steps, validations) here", cxxopts::value<std::string>()->default_value(""))
       ("progress", "auto (a bar on a terminal, plain lines otherwise), bar or plain", cxxopts::value<std::string>()->default_value("auto"))
       ("log-interval", "plain progress lines and JSON train records every N steps", cxxopts::value<int64_t>()->default_value("10"))

@@ -135,12 +135,8 @@ int train(const Options& o, Session& session) {
 
   ddp::Checkpointer checkpointer(o.checkpoint.options(), session.pg);
   ddp::TrainingProgress progress;
-  if (auto resumed = checkpointer.resume(o.checkpoint.resume, *net, &optimizer)) {
-    progress = resumed->progress;
-    if (rank0) {
-      DDP_LOG(INFO) << "resumed from " << resumed->path << " at " << progress.describe();
-    }
-  }
+  // The Checkpointer logs which file it resumed from (or why it starts fresh).
+  if (auto resumed = checkpointer.resume(o.checkpoint.resume, *net, &optimizer)) progress = resumed->progress;
   const std::map<std::string, std::string> metadata = {
       {"trainer", "train_ranzcr"}, {"arch", o.arch}, {"image_size", std::to_string(o.image_size)}};
   ddp::DistributedDataParallel<ResNet> model(net, session.pg);

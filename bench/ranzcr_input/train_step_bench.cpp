@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <ctime>
 #include <iostream>
 
 int main(int argc, char** argv) {
@@ -48,12 +49,16 @@ int main(int argc, char** argv) {
     };
     for (int i = 0; i < args["warmup"].as<int>(); ++i) step();
     const int steps = args["steps"].as<int>();
+    // Wall time, and process CPU time (all threads): on a shared machine the second is the steadier.
     const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t c0 = std::clock();
     for (int i = 0; i < steps; ++i) step();
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
     std::cout << "RESULT ours arch=" << args["arch"].as<std::string>() << " image_size=" << s << " batch=" << b
               << " threads=" << args["threads"].as<int>() << (nhwc ? " channels_last" : "")
-              << " step_s=" << sec / steps << " images_per_s=" << b * steps / sec << std::endl;
+              << " step_s=" << sec / steps << " images_per_s=" << b * steps / sec
+              << " cpu_s_per_image=" << cpu / (b * steps) << std::endl;
     return 0;
   } catch (const std::exception& e) {
     return ddp::report_and_exit_code(e);

@@ -36,9 +36,10 @@ def step():
 
 for _ in range(a.warmup):
     step()
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 for _ in range(a.steps):
     step()
-dt = time.perf_counter() - t0
-print("RESULT torch arch=%s image_size=%d batch=%d threads=%d step_s=%.4f images_per_s=%.2f"
-      % (a.arch, a.image_size, a.batch_size, a.threads, dt / a.steps, a.batch_size * a.steps / dt))
+dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+print("RESULT torch arch=%s image_size=%d batch=%d threads=%d step_s=%.4f images_per_s=%.2f cpu_s_per_image=%.4f"
+      % (a.arch, a.image_size, a.batch_size, a.threads, dt / a.steps, a.batch_size * a.steps / dt,
+         cpu / (a.batch_size * a.steps)))

@@ -5,11 +5,16 @@
 //   auto pg = ddp::init_process_group();
 //   ddp::DistributedDataParallel model(net, pg);
 
+#include <ddp/checkpoint.h>
+#include <ddp/comm_hooks.h>
+#include <ddp/distributed_data_parallel.h>
+#include <ddp/distributed_sampler.h>
 #include <ddp/errors.h>
 #include <ddp/init.h>
 #include <ddp/logging.h>
 #include <ddp/process_group.h>
 #include <ddp/process_group_gloo.h>
 #include <ddp/process_group_nccl.h>
+#include <ddp/signals.h>
 #include <ddp/store.h>
 #include <ddp/world_info.h>

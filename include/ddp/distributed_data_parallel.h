@@ -74,9 +74,13 @@ struct DistributedDataParallelStats {
   bool buckets_rebuilt = false;
   /// Last synced iteration: buckets launched while backward was still running.
   int64_t buckets_launched_during_backward = 0;
-  /// Seconds the end-of-backward callback spent waiting for communication (last / total).
+  /// Seconds the end-of-backward callback spent waiting for communication (last / total): the
+  /// communication backward did not hide.
   double last_wait_seconds = 0;
   double total_wait_seconds = 0;
+  /// Seconds in the whole end-of-backward callback (waiting, plus writing gradients back).
+  double last_finalize_seconds = 0;
+  double total_finalize_seconds = 0;
 };
 
 namespace detail {

@@ -82,8 +82,10 @@ double max_diff(const Snapshot& a, const Snapshot& b) {
   return d;
 }
 
+// lr 0.01: with larger steps, ReLU / max-pool kinks occasionally amplify last-bit differences
+// between two (equally right) summation orders over 10 steps (1 data seed in 30 at lr 0.05).
 torch::optim::SGD make_sgd(torch::nn::Module& m) {
-  return torch::optim::SGD(m.parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  return torch::optim::SGD(m.parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
 }
 
 /// Models whose ranks start different: DDP must broadcast rank 0's. The reference uses rank 0's.
@@ -486,10 +488,14 @@ DDP_TEST_WORKER(mismatch) {
   const int last = pg->size() - 1;
   expect_config_error(Wide(16, pg->rank() == last),
                       {"head.weight", "rank " + std::to_string(last), "4 parameters", "6 parameters"}, "count");
-  // Same models: fine.
+  // Same models: fine, also wrapped as a plain std::shared_ptr<Impl>.
   Wide same(16, false);
   DistributedDataParallel ok(same, pg);
   c.expect(ok.parameter_names().size() == 4, "identical models construct");
+  auto impl = std::make_shared<WideImpl>(16, false);
+  DistributedDataParallel raw(impl, pg);  // DistributedDataParallel<std::shared_ptr<WideImpl>>
+  raw(torch::ones({2, 8})).sum().backward();
+  c.expect(impl->fc1->weight.grad().defined(), "a shared_ptr<Impl> works as the module");
   return c.result();
 }
 

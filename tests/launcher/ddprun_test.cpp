@@ -311,3 +311,29 @@ TEST_F(Ddprun, TwoNodesBothEndWithAPermanentErrorOnEither) {
   EXPECT_NE(node0->output().find("the job ended on another node with exit code 3"), std::string::npos)
       << node0->output();
 }
+
+TEST_F(Ddprun, NodesStartedWithDifferentSettingsAllExit2) {
+  int port = ddp::testing::free_port();
+  auto node = [&](int rank, const char* restarts) {
+    return std::make_unique<Subprocess>(
+        std::vector<std::string>{kDdprun, "--nnodes", "2", "--node-rank", std::to_string(rank), "--master-addr",
+                                 "127.0.0.1", "--master-port", std::to_string(port), "--max-restarts", restarts,
+                                 "--join-timeout", "30", "/bin/true"});
+  };
+  auto node0 = node(0, "1");
+  auto node1 = node(1, "3");
+  EXPECT_EQ(node1->wait(60s), 2) << node1->output();
+  EXPECT_EQ(node0->wait(60s), 2) << node0->output();
+  EXPECT_NE(node1->output().find("every node needs the same --nnodes and --max-restarts"), std::string::npos)
+      << node1->output();
+  EXPECT_NE(node0->output().find("the job was ended by another node"), std::string::npos) << node0->output();
+}
+
+TEST_F(Ddprun, ANodeThatCannotReachTheStoreExits202) {
+  int port = ddp::testing::free_port();
+  Subprocess p({kDdprun, "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--master-port",
+                std::to_string(port), "--join-timeout", "1", "/bin/true"});
+  EXPECT_EQ(p.wait(60s), 202) << p.output();
+  EXPECT_NE(p.output().find("could not reach the store at 127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << p.output();
+}

@@ -151,7 +151,10 @@ TEST_F(Resume, TwoNodesRestartTogetherAfterAWorkerOnNode1IsKilled) {
 TEST_F(Resume, TorchrunTrainsToTheSameWeightsAsDdprun) {
   std::string expected = baseline();
   std::string out = dir + "/torchrun.bin";
-  std::vector<std::string> argv = {"/usr/bin/torchrun", "--standalone", "--nproc_per_node", "2", "--no_python"};
+  // Debian's torchrun 1.13 on Python 3.11 cannot parse its own default --redirects/--tee ("0": IntFlag
+  // iteration skips NONE) and fails in to_map(); "1" parses. Both spellings are its underscore ones.
+  std::vector<std::string> argv = {"/usr/bin/torchrun", "--standalone", "--nproc_per_node", "2",
+                                   "--redirects", "1", "--tee", "1", "--log_dir", dir + "/torchrun-logs", "--no_python"};
   auto program = trainer_args(dir + "/ck", out);
   argv.insert(argv.end(), program.begin(), program.end());
   Subprocess p(argv, {{"OMP_NUM_THREADS", "1"}});

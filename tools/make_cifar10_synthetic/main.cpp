@@ -1,6 +1,6 @@
 // make_cifar10_synthetic: writes a small, learnable CIFAR-10 look-alike in the published layouts.
 //
-//   make_cifar10_synthetic --out /tmp/c10 --train 10000 --test 2000 --seed 0 --layout both
+//   make_cifar10_synthetic --out /tmp/c10 --train 10000 --test 2000 --seed 0 --layout both [--signal 1 --noise 25]
 #include <ddp/errors.h>
 
 #include <cxxopts.hpp>
@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
         ("test", "test images", cxxopts::value<int64_t>()->default_value("10000"))
         ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("0"))
         ("layout", "bin, py or both", cxxopts::value<std::string>()->default_value("both"))
+        ("signal", "class signal strength in [0, 1] (1: easy; 0.15: harder)", cxxopts::value<double>()->default_value("1"))
+        ("noise", "per-pixel noise standard deviation (0-255 scale)", cxxopts::value<double>()->default_value("25"))
         ("h,help", "show this help");
     cxxopts::ParseResult args;
     try {
@@ -41,6 +43,8 @@ int main(int argc, char** argv) {
                        .train(args["train"].as<int64_t>())
                        .test(args["test"].as<int64_t>())
                        .seed(args["seed"].as<uint64_t>())
+                       .signal(args["signal"].as<double>())
+                       .noise(args["noise"].as<double>())
                        .write_binary(layout != "py")
                        .write_python(layout != "bin");
     ddp::data::write_synthetic_cifar10(options);

@@ -28,18 +28,18 @@ float normalish(CounterRng& rng) {
   return static_cast<float>(s * std::sqrt(3.0));
 }
 
-void make_image(CounterRng& rng, int label, uint8_t* out) {
+void make_image(CounterRng& rng, int label, float signal, float noise, uint8_t* out) {
   const float kPi = 3.14159265358979f;
   const float brightness = 0.6f + 0.4f * static_cast<float>(rng.uniform());
   const float freq = 2.0f * kPi * static_cast<float>(1 + label % 5) / 16.0f;
   const float phase = 2.0f * kPi * static_cast<float>(rng.uniform());
   const bool horizontal = label < 5;  // stripes vary along y
   for (int c = 0; c < 3; ++c) {
-    const float base = kPalette[label][c] * brightness * 0.8f + 20.0f;
+    const float base = (kPalette[label][c] * brightness * signal + 128.0f * (1.0f - signal)) * 0.8f + 20.0f;
     for (int y = 0; y < 32; ++y) {
       for (int x = 0; x < 32; ++x) {
         const float coord = static_cast<float>(horizontal ? y : x);
-        float v = base + 40.0f * std::sin(freq * coord + phase) + 25.0f * normalish(rng);
+        float v = base + 40.0f * signal * std::sin(freq * coord + phase) + noise * normalish(rng);
         v = std::min(255.0f, std::max(0.0f, v));
         out[c * 1024 + y * 32 + x] = static_cast<uint8_t>(v);
       }
@@ -103,7 +103,7 @@ const std::vector<std::string>& cifar10_class_names() {
   return names;
 }
 
-SyntheticSplit generate_synthetic_split(uint64_t seed, int split, int64_t n) {
+SyntheticSplit generate_synthetic_split(uint64_t seed, int split, int64_t n, double signal, double noise) {
   SyntheticSplit s;
   s.count = n;
   s.pixels.resize(static_cast<size_t>(n) * kCifarImageBytes);
@@ -112,7 +112,7 @@ SyntheticSplit generate_synthetic_split(uint64_t seed, int split, int64_t n) {
     CounterRng rng(seed, static_cast<uint64_t>(split) + 1000, static_cast<uint64_t>(i));
     const int label = static_cast<int>(rng.uniform_int(10));
     s.labels[i] = static_cast<uint8_t>(label);
-    make_image(rng, label, s.pixels.data() + i * kCifarImageBytes);
+    make_image(rng, label, static_cast<float>(signal), static_cast<float>(noise), s.pixels.data() + i * kCifarImageBytes);
   }
   return s;
 }
@@ -126,9 +126,11 @@ void write_synthetic_cifar10(const SyntheticCifarOptions& o) {
   if (o.test() < 1 || o.test() > 1000000)
     throw ConfigError("synthetic CIFAR-10: --test " + std::to_string(o.test()) + " must be in 1..1000000");
   if (!o.write_binary() && !o.write_python()) throw ConfigError("synthetic CIFAR-10: no layout selected");
+  if (!(o.signal() >= 0 && o.signal() <= 1)) throw ConfigError("synthetic CIFAR-10: --signal " + std::to_string(o.signal()) + " must be in [0, 1]");
+  if (!(o.noise() >= 0 && o.noise() <= 255)) throw ConfigError("synthetic CIFAR-10: --noise " + std::to_string(o.noise()) + " must be in [0, 255]");
 
-  const SyntheticSplit train = generate_synthetic_split(o.seed(), 0, o.train());
-  const SyntheticSplit test = generate_synthetic_split(o.seed(), 1, o.test());
+  const SyntheticSplit train = generate_synthetic_split(o.seed(), 0, o.train(), o.signal(), o.noise());
+  const SyntheticSplit test = generate_synthetic_split(o.seed(), 1, o.test(), o.signal(), o.noise());
   const int64_t per_file = o.train() / 5;
   const auto& names = cifar10_class_names();
 

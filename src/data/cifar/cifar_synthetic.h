@@ -26,6 +26,11 @@ struct SyntheticCifarOptions {
   DDP_SYN_OPTION(int64_t, train, 50000);
   DDP_SYN_OPTION(int64_t, test, 10000);
   DDP_SYN_OPTION(uint64_t, seed, 0);
+  /// Strength of the class signal in [0, 1]: colour and stripes are blended with grey by it (1:
+  /// easy, >= 90% in two epochs; ~0.15: a harder task that still learns).
+  DDP_SYN_OPTION(double, signal, 1.0);
+  /// Standard deviation of the per-pixel noise (0-255 scale).
+  DDP_SYN_OPTION(double, noise, 25.0);
   DDP_SYN_OPTION(bool, write_binary, true);  ///< cifar-10-batches-bin/
   DDP_SYN_OPTION(bool, write_python, true);  ///< cifar-10-batches-py/ (protocol-2 pickles)
 #undef DDP_SYN_OPTION
@@ -38,8 +43,8 @@ struct SyntheticSplit {
   std::vector<uint8_t> labels;
 };
 
-/// The images of a split (0 = train, 1 = test), a pure function of (seed, split, n).
-SyntheticSplit generate_synthetic_split(uint64_t seed, int split, int64_t n);
+/// The images of a split (0 = train, 1 = test), a pure function of its arguments.
+SyntheticSplit generate_synthetic_split(uint64_t seed, int split, int64_t n, double signal = 1.0, double noise = 25.0);
 
 /// Writes the requested layouts under out_dir (created if missing). ConfigError on bad options,
 /// DataError when a file cannot be written.

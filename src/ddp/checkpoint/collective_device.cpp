@@ -2,7 +2,7 @@
 
 #include <ATen/Functions.h>
 #include <ddp/process_group.h>
-#include <ddp/world_info.h>
+#include <ddp/init.h>
 
 #include <algorithm>
 #include <cstring>
@@ -19,7 +19,9 @@ at::Tensor on_device(const at::Tensor& cpu, const ProcessGroup& pg) {
 
 c10::Device collective_device(const ProcessGroup& pg) {
   if (pg.backend_name() != "nccl") return c10::Device(c10::kCPU);
-  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(WorldInfo::from_env().local_rank));
+  // The device init_process_group() builds the NCCL group on (cuda:LOCAL_RANK, or the one GPU a
+  // launcher gave this rank).
+  return default_device();
 }
 
 std::vector<int64_t> allgather_int64(ProcessGroup& pg, int64_t value) {

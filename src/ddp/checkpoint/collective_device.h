@@ -11,7 +11,7 @@ namespace ddp {
 class ProcessGroup;
 namespace detail {
 
-/// cpu for Gloo; cuda:LOCAL_RANK for NCCL (the device ddp::default_device() picks).
+/// cpu for Gloo; ddp::default_device() for NCCL (the device init_process_group builds it on).
 c10::Device collective_device(const ProcessGroup& pg);
 
 /// Every rank's `value`, by rank.

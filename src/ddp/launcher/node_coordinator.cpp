@@ -67,6 +67,11 @@ void NodeCoordinator::wait_keys(const std::vector<std::string>& keys, Clock::tim
                                 const std::string& what) {
   while (!store_->check(keys)) {
     if (int sig = stop_check_()) throw Interrupted{sig};
+    // Another node may have given up on the job already (e.g. it was started with other settings).
+    State state = poll();
+    if (state.abort_code)
+      throw Error("the job was ended by another node while waiting for " + what + ": " + state.abort_reason,
+                  *state.abort_code);
     if (Clock::now() >= deadline)
       throw TimeoutError("node " + std::to_string(config_.node_rank) + " waited --join-timeout for " + what);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -85,9 +90,12 @@ NodeCoordinator::Layout NodeCoordinator::join() {
   } else {
     wait_keys({kPrefix + "config"}, deadline, "node 0 to publish the job's configuration");
     std::string theirs = store_->get_string(kPrefix + "config");
-    if (theirs != config_line(config_))
-      throw ConfigError("node " + std::to_string(me) + " was started with '" + config_line(config_) +
-                        "' but node 0 with '" + theirs + "': every node needs the same --nnodes and --max-restarts");
+    if (theirs != config_line(config_)) {
+      ConfigError mismatch("node " + std::to_string(me) + " was started with '" + config_line(config_) +
+                           "' but node 0 with '" + theirs + "': every node needs the same --nnodes and --max-restarts");
+      abort(mismatch.exit_code(), mismatch.what());  // so the other nodes stop too, with the same code
+      throw mismatch;
+    }
   }
   layout.run_id = store_->get_string(kPrefix + "run_id");
   if (!config_.run_id.empty() && layout.run_id != config_.run_id)

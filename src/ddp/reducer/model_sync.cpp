@@ -108,23 +108,34 @@ void broadcast_coalesced(ProcessGroup& pg, const std::vector<at::Tensor>& tensor
     if (!t.defined() || t.numel() == 0) continue;
     groups[{static_cast<int>(t.device().type()), static_cast<int>(t.scalar_type())}].push_back(t.detach());
   }
+  // Issue every chunk, then wait: the chunks queue up behind each other in the process group
+  // instead of paying a round trip each.
+  struct Chunk {
+    std::vector<at::Tensor> sent, originals;
+    WorkPtr work;
+  };
+  std::vector<Chunk> chunks;
   for (auto& [key, group] : groups) {
     size_t i = 0;
     while (i < group.size()) {
-      std::vector<at::Tensor> chunk, originals;
+      Chunk chunk;
       int64_t bytes = 0;
       while (i < group.size() &&
-             (chunk.empty() || (group[i].device() == chunk.front().device() &&
-                                bytes + static_cast<int64_t>(group[i].nbytes()) <= chunk_bytes))) {
+             (chunk.sent.empty() || (group[i].device() == chunk.sent.front().device() &&
+                                     bytes + static_cast<int64_t>(group[i].nbytes()) <= chunk_bytes))) {
         const at::Tensor& t = group[i++];
         bytes += static_cast<int64_t>(t.nbytes());
-        originals.push_back(t);
-        chunk.push_back(t.is_contiguous() ? t : t.contiguous());
+        chunk.originals.push_back(t);
+        chunk.sent.push_back(t.is_contiguous() ? t : t.contiguous());
       }
-      pg.broadcast(chunk, root)->wait();
-      for (size_t k = 0; k < chunk.size(); ++k)
-        if (!chunk[k].is_same(originals[k])) originals[k].copy_(chunk[k]);
+      chunk.work = pg.broadcast(chunk.sent, root);
+      chunks.push_back(std::move(chunk));
     }
+  }
+  for (auto& chunk : chunks) {
+    chunk.work->wait();
+    for (size_t k = 0; k < chunk.sent.size(); ++k)
+      if (!chunk.sent[k].is_same(chunk.originals[k])) chunk.originals[k].copy_(chunk.sent[k]);
   }
 }
 

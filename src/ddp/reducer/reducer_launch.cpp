@@ -133,8 +133,11 @@ void Reducer::finalize_backward() {
   }
 
   std::exception_ptr failure;
+  double waited = 0;
   try {
+    const auto wait_start = std::chrono::steady_clock::now();
     for (size_t i = 0; i < buckets_.size(); ++i) wait_for_bucket(i);
+    waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
     std::vector<int32_t> global_used;
     if (used_work) {
       used_work->wait();
@@ -150,11 +153,13 @@ void Reducer::finalize_backward() {
     record_order_ = false;
     order_recorded_ = true;
   }
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double finalize = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   stats_.synced_iterations += 1;
   stats_.buckets_launched_during_backward = launched_during_backward;
   stats_.last_wait_seconds = waited;
   stats_.total_wait_seconds += waited;
+  stats_.last_finalize_seconds = finalize;
+  stats_.total_finalize_seconds += finalize;
   reset_iteration();
   if (failure) std::rethrow_exception(failure);
 }

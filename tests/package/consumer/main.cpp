@@ -1,4 +1,5 @@
-// Uses the installed ddp: a one-process group (no environment set) and an allreduce.
+// A user's trainer built against the installed ddp: a one-process group (no environment set),
+// DistributedDataParallel around a module, a DistributedSampler and one optimizer step.
 #include <ddp/ddp.h>
 #include <torch/torch.h>
 
@@ -9,12 +10,22 @@ int main() {
     ddp::InitOptions options;
     options.backend = "gloo";
     auto pg = ddp::init_process_group(options);
+
+    torch::nn::Linear net(4, 2);
+    ddp::DistributedDataParallel model(net, pg);
+    torch::optim::SGD opt(net->parameters(), 0.1);
+    ddp::DistributedSampler sampler(8, pg->size(), pg->rank(), /*shuffle=*/true, /*seed=*/0);
+    sampler.set_epoch(1);
+    if (sampler.indices().size() != 8) throw std::runtime_error("sampler gave the wrong count");
+
+    auto loss = model(torch::ones({3, 4})).pow(2).sum();
+    loss.backward();
+    if (!net->weight.grad().defined()) throw std::runtime_error("no gradient after backward");
+    opt.step();
+
     std::vector<at::Tensor> t = {torch::full({4}, 3.0f)};
     pg->allreduce(t)->wait();
-    if (pg->size() != 1 || t[0].sum().item<float>() != 12.0f) {
-      std::cerr << "unexpected result\n";
-      return 1;
-    }
+    if (pg->size() != 1 || t[0].sum().item<float>() != 12.0f) throw std::runtime_error("allreduce result");
     std::cout << "consumer ok: " << ddp::world().describe() << "\n";
     return 0;
   } catch (const std::exception& e) {
