@@ -2,8 +2,11 @@
 // values: 2, 3 and 4 ranks, all dtypes and reduce ops, lists, non-contiguous and 64 MiB tensors.
 #include <ddp/errors.h>
 #include <ddp/process_group.h>
+#include <ddp/process_group_gloo.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <thread>
 
 #include "gloo_test_util.h"
@@ -45,8 +48,7 @@ void run(const std::string& worker, int n) {
 }  // namespace
 
 // ---- allreduce: every dtype x op, sizes that do and do not divide evenly, one > 1 MiB ------------
-DDP_TEST_WORKER(allreduce_dtypes_ops) {
-  auto pg = make_test_group();
+static void allreduce_dtypes_ops(ddp::ProcessGroup* pg) {
   for (auto dtype : kReducible) {
     for (auto op : kOps) {
       for (int64_t numel : {1, 1001, 300007}) {
@@ -56,15 +58,10 @@ DDP_TEST_WORKER(allreduce_dtypes_ops) {
       }
     }
   }
-  return 0;
 }
-TEST(GlooAllreduce, DtypesAndOps2Ranks) { run("allreduce_dtypes_ops", 2); }
-TEST(GlooAllreduce, DtypesAndOps3Ranks) { run("allreduce_dtypes_ops", 3); }
-TEST(GlooAllreduce, DtypesAndOps4Ranks) { run("allreduce_dtypes_ops", 4); }
 
 // ---- allreduce of a list: mixed dtypes, non-contiguous, empty, large in-place members ------------
-DDP_TEST_WORKER(allreduce_tensor_list) {
-  auto pg = make_test_group();
+static void allreduce_tensor_list(ddp::ProcessGroup* pg) {
   for (auto op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax}) {
     std::vector<at::Tensor> t = {
         rank_pattern(rank(), {100}, at::kFloat),
@@ -102,10 +99,7 @@ DDP_TEST_WORKER(allreduce_tensor_list) {
   at::Tensor expect = rank_pattern(rank(), {8, 8}, at::kFloat);
   expect.slice(1, 0, 8, 2).copy_(expected_reduction(ReduceOp::kSum, world(), {8, 8}, at::kFloat).slice(1, 0, 8, 2));
   check_equal(base, expect, "strided view of a base tensor");
-  return 0;
 }
-TEST(GlooAllreduce, TensorList2Ranks) { run("allreduce_tensor_list", 2); }
-TEST(GlooAllreduce, TensorList3Ranks) { run("allreduce_tensor_list", 3); }
 
 // ---- 64 MiB: allreduce and broadcast --------------------------------------------------------------
 DDP_TEST_WORKER(large_64mib) {
@@ -124,11 +118,9 @@ DDP_TEST_WORKER(large_64mib) {
   return 0;
 }
 TEST(GlooLarge, Tensors64MiB2Ranks) { run("large_64mib", 2); }
-TEST(GlooLarge, Tensors64MiB3Ranks) { run("large_64mib", 3); }
 
 // ---- broadcast ----------------------------------------------------------------------------------
-DDP_TEST_WORKER(broadcast_lists) {
-  auto pg = make_test_group();
+static void broadcast_lists(ddp::ProcessGroup* pg) {
   for (int root : {0, world() - 1}) {
     auto make = [&](int r) {
       return std::vector<at::Tensor>{
@@ -145,15 +137,10 @@ DDP_TEST_WORKER(broadcast_lists) {
     for (size_t i = 0; i < t.size(); ++i)
       check_equal(t[i], expect[i], "broadcast from " + std::to_string(root) + ", member " + std::to_string(i));
   }
-  return 0;
 }
-TEST(GlooBroadcast, Lists2Ranks) { run("broadcast_lists", 2); }
-TEST(GlooBroadcast, Lists3Ranks) { run("broadcast_lists", 3); }
-TEST(GlooBroadcast, Lists4Ranks) { run("broadcast_lists", 4); }
 
 // ---- allgather ----------------------------------------------------------------------------------
-DDP_TEST_WORKER(allgather_layouts) {
-  auto pg = make_test_group();
+static void allgather_layouts(ddp::ProcessGroup* pg) {
   const int n = world();
   for (auto dtype : {at::kFloat, at::kLong, at::kBFloat16}) {
     // Separate output tensors, one of them non-contiguous; contiguous input.
@@ -181,15 +168,10 @@ DDP_TEST_WORKER(allgather_layouts) {
     pg->allgather(row_vec2, all2[rank()])->wait();
     for (int i = 0; i < n; ++i) check_equal(all2[i], rank_pattern(i, {17}, dtype), "in-place allgather");
   }
-  return 0;
 }
-TEST(GlooAllgather, Layouts2Ranks) { run("allgather_layouts", 2); }
-TEST(GlooAllgather, Layouts3Ranks) { run("allgather_layouts", 3); }
-TEST(GlooAllgather, Layouts4Ranks) { run("allgather_layouts", 4); }
 
 // ---- reduce_scatter -----------------------------------------------------------------------------
-DDP_TEST_WORKER(reduce_scatter_ops) {
-  auto pg = make_test_group();
+static void reduce_scatter_ops(ddp::ProcessGroup* pg) {
   const int n = world();
   for (auto dtype : kReducible) {
     for (auto op : kOps) {
@@ -204,11 +186,35 @@ DDP_TEST_WORKER(reduce_scatter_ops) {
       }
     }
   }
+}
+
+// min/max propagate NaN from any rank, like torch.minimum/maximum.
+static void nan_propagation(ddp::ProcessGroup* pg) {
+  for (auto op : {ReduceOp::kMin, ReduceOp::kMax}) {
+    for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+      std::vector<at::Tensor> t = {rank_pattern(rank(), {5}, dtype)};
+      if (rank() == world() - 1) t[0][2] = std::nan("");
+      pg->allreduce(t, ddp::AllreduceOptions().op(op))->wait();
+      check(std::isnan(t[0][2].item<double>()), "NaN propagates through " + name(op, dtype, 5));
+      check(!std::isnan(t[0][1].item<double>()), "no NaN elsewhere for " + name(op, dtype, 5));
+    }
+  }
+}
+
+// ---- every collective at 2, 3 and 4 ranks (one set of processes per world size) ------------------
+DDP_TEST_WORKER(all_collectives) {
+  auto pg = make_test_group();
+  allreduce_dtypes_ops(pg.get());
+  allreduce_tensor_list(pg.get());
+  broadcast_lists(pg.get());
+  allgather_layouts(pg.get());
+  reduce_scatter_ops(pg.get());
+  nan_propagation(pg.get());
   return 0;
 }
-TEST(GlooReduceScatter, DtypesAndOps2Ranks) { run("reduce_scatter_ops", 2); }
-TEST(GlooReduceScatter, DtypesAndOps3Ranks) { run("reduce_scatter_ops", 3); }
-TEST(GlooReduceScatter, DtypesAndOps4Ranks) { run("reduce_scatter_ops", 4); }
+TEST(GlooCollectives, AllOps2Ranks) { run("all_collectives", 2); }
+TEST(GlooCollectives, AllOps3Ranks) { run("all_collectives", 3); }
+TEST(GlooCollectives, AllOps4Ranks) { run("all_collectives", 4); }
 
 // ---- barrier, FIFO order of queued work, Work::wait(timeout) ------------------------------------
 DDP_TEST_WORKER(barrier_and_queue) {
@@ -302,3 +308,18 @@ DDP_TEST_WORKER(single_rank) {
   return 0;
 }
 TEST(GlooSingle, OneRank) { run("single_rank", 1); }
+
+// ---- the network interface comes from GLOO_SOCKET_IFNAME when set ---------------------------------
+DDP_TEST_WORKER(socket_ifname) {
+  ddp::GlooOptions options;  // no hostname: the environment decides
+  options.timeout = std::chrono::seconds(30);
+  auto store = worker_store();
+  setenv("GLOO_SOCKET_IFNAME", "nosuchif0", 1);
+  expect_config_error([&] { ddp::make_gloo_process_group(store, 0, 1, options); },
+                      "interface 'nosuchif0' (from GLOO_SOCKET_IFNAME)", "unknown interface");
+  setenv("GLOO_SOCKET_IFNAME", "lo", 1);
+  auto pg = ddp::make_gloo_process_group(store, 0, 1, options);
+  pg->barrier()->wait();
+  return 0;
+}
+TEST(GlooSingle, SocketInterfaceFromEnvironment) { run("socket_ifname", 1); }

@@ -1,5 +1,7 @@
 #include "ddp/gloo/failure.h"
 
+#include "ddp/gloo/exchange.h"
+
 #include <gloo/common/error.h>
 
 #include <cctype>
@@ -59,6 +61,15 @@ std::exception_ptr translate_failure(std::exception_ptr error, const FailureCont
     std::rethrow_exception(error);
   } catch (const ddp::Error&) {
     return error;
+  } catch (const TransportFailure& e) {
+    if (e.kind == TransportFailure::Kind::kTimeout)
+      return std::make_exception_ptr(TimeoutError(
+          where(ctx) + ": " + e.what() + " (that rank, or one it waits for, has not issued this operation, is stuck, "
+          "or issued a different one)"));
+    std::string who = e.peer >= 0 ? "peer " + peer_text(e.peer, peers) : std::string("a peer");
+    return std::make_exception_ptr(PeerError(
+        where(ctx) + ": lost the connection to " + who + ": it closed the connection or died (gloo: " + e.what() + ")",
+        ctx.rank, e.peer));
   } catch (const ::gloo::IoException& e) {
     std::string gloo_msg = strip_gloo_location(e.what());
     int peer = peers.find_in(gloo_msg);

@@ -2,6 +2,8 @@
 
 #include <ddp/errors.h>
 
+#include <algorithm>
+
 namespace ddp::gloo_backend {
 
 GlooWork::GlooWork(std::string description) : description_(std::move(description)) {}
@@ -45,7 +47,9 @@ void GlooWork::finish(std::exception_ptr error) {
   cv_.notify_all();
 }
 
-OpQueue::OpQueue() : thread_([this] { loop(); }) {}
+OpQueue::OpQueue(int threads) {
+  for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { loop(); });
+}
 
 OpQueue::~OpQueue() {
   {
@@ -53,7 +57,7 @@ OpQueue::~OpQueue() {
     stopping_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  for (auto& t : threads_) t.join();
 }
 
 void OpQueue::push(Task task) {
@@ -65,16 +69,22 @@ void OpQueue::push(Task task) {
 }
 
 void OpQueue::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    Task task;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;  // stopping and drained
-      task = std::move(tasks_.front());
-      tasks_.pop_front();
-    }
+    cv_.wait(lock, [&] { return (stopping_ && tasks_.empty()) || (!tasks_.empty() && !running_); });
+    if (tasks_.empty()) return;  // stopping and drained
+    Task task = std::move(tasks_.front());
+    tasks_.pop_front();
+    running_ = true;
+    lock.unlock();
     task();
+    lock.lock();
+    running_ = false;
+    // Wake the other threads even when nothing is queued: the next task then usually starts on
+    // a thread that is already awake. Measured, not incidental (see the class comment).
+    lock.unlock();
+    cv_.notify_all();
+    lock.lock();
   }
 }
 

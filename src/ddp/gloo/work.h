@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace ddp::gloo_backend {
 
@@ -36,11 +37,17 @@ class GlooWork : public Work {
   std::exception_ptr error_;
 };
 
-/// One thread running tasks in FIFO order. The destructor runs what is queued, then joins.
+/// Runs tasks one at a time in FIFO order, on a small pool of threads (a task starts only after
+/// the one before it returned). The destructor runs what is queued, then joins.
+///
+/// Why a pool when one task runs at a time: c10d's Gloo group uses two threads too, and on a busy
+/// host (more runnable threads than cores) one thread made every allreduce up to 10x slower in
+/// our measurements (bench/allreduce, docs/PERFORMANCE.md). What helps is that the thread that
+/// finishes a task wakes the other one; a single thread that spins before sleeping does not.
 class OpQueue {
  public:
   using Task = std::function<void()>;
-  OpQueue();
+  explicit OpQueue(int threads = 2);
   ~OpQueue();
   OpQueue(const OpQueue&) = delete;
   OpQueue& operator=(const OpQueue&) = delete;
@@ -53,8 +60,9 @@ class OpQueue {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Task> tasks_;
+  bool running_ = false;  // a task is executing
   bool stopping_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace ddp::gloo_backend

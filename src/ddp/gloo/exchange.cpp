@@ -1,0 +1,97 @@
+#include "ddp/gloo/exchange.h"
+
+#include <gloo/common/error.h>
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <algorithm>
+
+#include "ddp/gloo/failure.h"
+#include "ddp/gloo/peer_monitor.h"
+
+namespace ddp::gloo_backend {
+
+Exchange::Exchange(const OpEnv& env, uint8_t slot_prefix)
+    : env_(env), slot_(::gloo::Slot::build(slot_prefix, env.tag)) {
+  if (env_.monitor) env_.monitor->watch(this);
+}
+
+Exchange::~Exchange() {
+  if (env_.monitor) env_.monitor->unwatch(this);
+}
+
+int Exchange::rank() const { return env_.context->rank; }
+int Exchange::size() const { return env_.context->size; }
+
+Exchange::Buffer* Exchange::buffer(void* ptr, size_t bytes) {
+  auto buf = env_.context->createUnboundBuffer(ptr, bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  buffers_.push_back(std::move(buf));
+  return buffers_.back().get();
+}
+
+void Exchange::send(Buffer* buf, int peer, size_t offset, size_t bytes, uint8_t channel) {
+  if (aborted_) throw_aborted();
+  try {
+    buf->send(peer, slot_ + channel, offset, bytes);
+  } catch (const ::gloo::IoException& e) {
+    throw TransportFailure(TransportFailure::Kind::kPeerLost, peer, strip_gloo_location(e.what()));
+  }
+}
+
+void Exchange::recv(Buffer* buf, int peer, size_t offset, size_t bytes, uint8_t channel) {
+  if (aborted_) throw_aborted();
+  try {
+    buf->recv(peer, slot_ + channel, offset, bytes);
+  } catch (const ::gloo::IoException& e) {
+    throw TransportFailure(TransportFailure::Kind::kPeerLost, peer, strip_gloo_location(e.what()));
+  }
+}
+
+void Exchange::wait_send(Buffer* buf, int peer) { wait(buf, peer, true); }
+void Exchange::wait_recv(Buffer* buf, int peer) { wait(buf, peer, false); }
+
+std::chrono::milliseconds Exchange::time_left() const {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(env_.deadline - std::chrono::steady_clock::now());
+  return std::max(left, std::chrono::milliseconds(1));
+}
+
+void Exchange::wait(Buffer* buf, int peer, bool send) {
+  if (aborted_) throw_aborted();
+  bool completed = false;
+  try {
+    completed = send ? buf->waitSend(time_left()) : buf->waitRecv(time_left());
+  } catch (const ::gloo::IoException& e) {
+    std::string msg = strip_gloo_location(e.what());
+    if (msg.find("Timed out") != std::string::npos)
+      throw TransportFailure(TransportFailure::Kind::kTimeout, peer,
+                             "no progress within the " + std::to_string(env_.timeout.count()) + " ms timeout waiting to " +
+                                 (send ? "send to" : "receive from") + " rank " + std::to_string(peer));
+    // Gloo names the failed connection by address; it may be another peer's than the awaited one.
+    int named = env_.peers ? env_.peers->find_in(msg) : -1;
+    throw TransportFailure(TransportFailure::Kind::kPeerLost, named >= 0 ? named : peer, msg);
+  }
+  if (!completed) throw_aborted();  // abort() interrupted the wait
+}
+
+void Exchange::abort(int peer, const std::string& cause) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!aborted_) {
+    abort_peer_ = peer;
+    abort_cause_ = cause;
+    aborted_ = true;
+  }
+  // Gloo remembers an abort until the next wait, so a wait that starts later is interrupted too.
+  for (auto& b : buffers_) {
+    b->abortWaitSend();
+    b->abortWaitRecv();
+  }
+}
+
+void Exchange::throw_aborted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  throw TransportFailure(TransportFailure::Kind::kPeerLost, abort_peer_, abort_cause_);
+}
+
+}  // namespace ddp::gloo_backend

@@ -1,0 +1,94 @@
+#pragma once
+// Point-to-point messages of one collective over Gloo's transport, with waits that fail instead of
+// hanging.
+//
+// Gloo 0.5's TCP pair wakes the buffers of operations still queued on a connection when that
+// connection fails, but not a send or receive already half-way through the socket, so a peer that
+// dies mid-transfer could leave a wait hanging until the timeout. Here every buffer belongs to the
+// Exchange, and a PeerMonitor that finds a failed connection aborts the waits (abort()), which
+// then throw TransportFailure naming the peer.
+
+#include <ddp/errors.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gloo {
+class Context;
+namespace transport {
+class UnboundBuffer;
+}
+}  // namespace gloo
+
+namespace ddp::gloo_backend {
+
+class PeerDirectory;
+class PeerMonitor;
+
+/// How one of our own algorithms failed; translate_failure() turns it into PeerError/TimeoutError.
+struct TransportFailure : std::runtime_error {
+  enum class Kind { kPeerLost, kTimeout };
+  TransportFailure(Kind kind, int peer, const std::string& what) : std::runtime_error(what), kind(kind), peer(peer) {}
+  Kind kind;
+  int peer;  ///< the rank whose connection failed, or that we waited for; -1 when unknown
+};
+
+/// What every operation passes to its Exchange.
+struct OpEnv {
+  std::shared_ptr<::gloo::Context> context;
+  uint32_t tag = 0;
+  std::chrono::steady_clock::time_point deadline;
+  std::chrono::milliseconds timeout{0};
+  const PeerDirectory* peers = nullptr;
+  PeerMonitor* monitor = nullptr;
+};
+
+class Exchange {
+ public:
+  using Buffer = ::gloo::transport::UnboundBuffer;
+
+  /// `slot_prefix` keeps this algorithm's messages apart from other kinds (Gloo's use 0x01-0x08).
+  Exchange(const OpEnv& env, uint8_t slot_prefix);
+  ~Exchange();
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  int rank() const;
+  int size() const;
+
+  /// A buffer over `bytes` at `ptr`, owned by this Exchange (valid until it is destroyed).
+  Buffer* buffer(void* ptr, size_t bytes);
+
+  /// Messages between two ranks on one `channel` are matched in order.
+  void send(Buffer* buf, int peer, size_t offset, size_t bytes, uint8_t channel = 0);
+  void recv(Buffer* buf, int peer, size_t offset, size_t bytes, uint8_t channel = 0);
+  /// Block until one send/recv posted on `buf` completes; `peer` is whom it involves (for errors).
+  /// Throw TransportFailure on a failed connection, an abort or the deadline.
+  void wait_send(Buffer* buf, int peer);
+  void wait_recv(Buffer* buf, int peer);
+
+  /// Called by the PeerMonitor: the connection to `peer` failed with `cause`; every wait throws.
+  void abort(int peer, const std::string& cause);
+
+ private:
+  void wait(Buffer* buf, int peer, bool send);
+  [[noreturn]] void throw_aborted();
+  std::chrono::milliseconds time_left() const;
+
+  OpEnv env_;
+  uint64_t slot_;
+  std::mutex mu_;  // guards buffers_ and the abort details
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+  std::atomic<bool> aborted_{false};
+  int abort_peer_ = -1;
+  std::string abort_cause_;
+};
+
+}  // namespace ddp::gloo_backend

@@ -1,0 +1,77 @@
+#include "ddp/gloo/peer_monitor.h"
+
+#include <gloo/common/error.h>
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <string>
+
+#include "ddp/gloo/exchange.h"
+#include "ddp/gloo/failure.h"
+
+namespace ddp::gloo_backend {
+namespace {
+// A slot nobody sends on: the canaries' receives never match a message.
+constexpr uint8_t kCanarySlotPrefix = 0x4f;
+}  // namespace
+
+PeerMonitor::PeerMonitor(std::shared_ptr<::gloo::Context> context, std::chrono::milliseconds interval)
+    : context_(std::move(context)), interval_(interval), canaries_(context_->size) {
+  const uint64_t slot = ::gloo::Slot::build(kCanarySlotPrefix, 0);
+  for (int peer = 0; peer < context_->size; ++peer) {
+    if (peer == context_->rank) continue;
+    canaries_[peer] = context_->createUnboundBuffer(nullptr, 0);
+    canaries_[peer]->recv(peer, slot, 0, 0);
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+PeerMonitor::~PeerMonitor() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void PeerMonitor::watch(Exchange* exchange) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watched_ = exchange;
+}
+
+void PeerMonitor::unwatch(Exchange* exchange) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (watched_ == exchange) watched_ = nullptr;
+}
+
+int PeerMonitor::find_failed_peer(std::string* cause) {
+  for (int peer = 0; peer < context_->size; ++peer) {
+    if (!canaries_[peer]) continue;
+    try {
+      // Aborting first makes the wait return at once; it throws instead when the connection has
+      // failed (Gloo checks the buffer's error before the abort flag).
+      canaries_[peer]->abortWaitRecv();
+      canaries_[peer]->waitRecv(std::chrono::milliseconds(1));
+    } catch (const std::exception& e) {
+      *cause = strip_gloo_location(e.what());
+      return peer;
+    }
+  }
+  return -1;
+}
+
+void PeerMonitor::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, interval_);
+    if (stopping_ || watched_ == nullptr) continue;
+    std::string cause;
+    int peer = find_failed_peer(&cause);
+    // Still under the lock: the Exchange cannot go away while it is aborted.
+    if (peer >= 0 && watched_ != nullptr) watched_->abort(peer, cause);
+  }
+}
+
+}  // namespace ddp::gloo_backend

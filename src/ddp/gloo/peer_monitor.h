@@ -1,0 +1,55 @@
+#pragma once
+// Watches the connections of a group while an operation runs. Each connection carries one
+// "canary": an empty receive that no message ever matches, so it stays pending, and Gloo wakes it
+// with the connection's error when the connection fails (a peer died, reset or closed it). Every
+// `interval` the monitor checks the canaries without blocking; when one has failed, it aborts the
+// running operation's Exchange with that rank and Gloo's reason. Every rank is connected to every
+// other one, so each survivor learns directly which rank died, even when its own operation was
+// waiting on someone else.
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gloo {
+class Context;
+namespace transport {
+class UnboundBuffer;
+}
+}  // namespace gloo
+
+namespace ddp::gloo_backend {
+
+class Exchange;
+
+class PeerMonitor {
+ public:
+  PeerMonitor(std::shared_ptr<::gloo::Context> context, std::chrono::milliseconds interval);
+  ~PeerMonitor();
+  PeerMonitor(const PeerMonitor&) = delete;
+  PeerMonitor& operator=(const PeerMonitor&) = delete;
+
+  /// The Exchange to abort when a connection fails (one at a time; operations run one by one).
+  void watch(Exchange* exchange);
+  void unwatch(Exchange* exchange);
+
+ private:
+  void loop();
+  /// The first peer whose connection failed, with Gloo's reason; -1 when all are fine.
+  int find_failed_peer(std::string* cause);
+
+  std::shared_ptr<::gloo::Context> context_;
+  std::chrono::milliseconds interval_;
+  std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> canaries_;  // by peer rank
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Exchange* watched_ = nullptr;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ddp::gloo_backend
