@@ -8,6 +8,7 @@
 #include <ddp/store.h>
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -19,6 +20,11 @@ struct GlooOptions {
   /// Interface address to bind; empty: resolve this host's name (GLOO_SOCKET_IFNAME / DDP_SOCKET_IFNAME
   /// pick an interface instead, as in c10d).
   std::string hostname;
+  /// Allreduces whose traffic per rank (bytes x (ranks - 1)) is at most this take one direct
+  /// exchange (every rank sends its buffer to every other); larger ones take the ring. Loopback and
+  /// fast networks pay ~0.1 ms per message, so one round wins until the ring's lower traffic does:
+  /// measured crossovers 4-8 MiB at 2 ranks, 1-2 MiB at 4 (docs/PERFORMANCE.md). 0: always the ring.
+  size_t direct_allreduce_max_bytes = 4 << 20;
 };
 
 /// Connects the full mesh through `store` (keys under "gloo/<n>/", n counting this process's gloo

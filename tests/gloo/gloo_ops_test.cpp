@@ -203,9 +203,17 @@ static void nan_propagation(ddp::ProcessGroup* pg) {
 
 // ---- every collective at 2, 3 and 4 ranks (one set of processes per world size) ------------------
 DDP_TEST_WORKER(all_collectives) {
-  auto pg = make_test_group();
-  allreduce_dtypes_ops(pg.get());
-  allreduce_tensor_list(pg.get());
+  auto store = worker_store();
+  auto pg = make_test_group(store, ddp::GlooOptions());
+  // Every allreduce above also through the other algorithm: with the default threshold these sizes
+  // take the direct exchange, so a second group is made to take the ring for all of them.
+  ddp::GlooOptions ring_only;
+  ring_only.direct_allreduce_max_bytes = 0;
+  auto ring_pg = make_test_group(store, ring_only);
+  for (auto* g : {pg.get(), ring_pg.get()}) {
+    allreduce_dtypes_ops(g);
+    allreduce_tensor_list(g);
+  }
   broadcast_lists(pg.get());
   allgather_layouts(pg.get());
   reduce_scatter_ops(pg.get());

@@ -3,6 +3,7 @@
 // make rank-dependent data and check results exactly.
 
 #include <ddp/process_group.h>
+#include <ddp/process_group_gloo.h>
 #include <ddp/store.h>
 
 #include <ATen/ATen.h>
@@ -24,6 +25,8 @@ std::shared_ptr<Store> worker_store();
 
 /// A gloo group over loopback for this worker (RANK / WORLD_SIZE from the environment).
 std::shared_ptr<ProcessGroup> make_test_group(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+/// Another group on an existing store (rank 0 hosts one server per port), with `options` (bound to loopback).
+std::shared_ptr<ProcessGroup> make_test_group(std::shared_ptr<Store> store, GlooOptions options);
 
 /// Element i of rank r's data: (r + 1) * (i % 7 + 1), as `dtype`, shaped `sizes`.
 at::Tensor rank_pattern(int rank, at::IntArrayRef sizes, at::ScalarType dtype);

@@ -15,8 +15,9 @@ namespace ddp::gloo_backend {
 
 class Exchange;
 
-/// True when the direct exchange is the better choice for `bytes` over `size` ranks.
-bool prefer_direct_allreduce(size_t bytes, int size);
+/// True when the direct exchange is to be used for `bytes` over `size` ranks: at most
+/// `max_traffic` bytes sent per rank (GlooOptions::direct_allreduce_max_bytes).
+bool prefer_direct_allreduce(size_t bytes, int size, size_t max_traffic);
 
 /// `scratch`: size() x bytes.
 void direct_allreduce(Exchange& ex, uint8_t* data, size_t bytes, size_t element_size, ReduceFn reduce,

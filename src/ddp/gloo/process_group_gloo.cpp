@@ -148,6 +148,7 @@ class ProcessGroupGloo final : public ProcessGroup {
   std::shared_ptr<Store> store_;
   std::shared_ptr<::gloo::Context> context_;
   PeerDirectory peers_;
+  size_t direct_allreduce_max_bytes_;
   ScratchArena arena_;  // worker thread only
   std::mutex mu_;       // guards next_seq_ and failure_
   uint32_t next_seq_ = 0;
@@ -157,7 +158,9 @@ class ProcessGroupGloo final : public ProcessGroup {
 };
 
 ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int size, const GlooOptions& options)
-    : ProcessGroup(rank, size, options.timeout), store_(store) {
+    : ProcessGroup(rank, size, options.timeout),
+      store_(store),
+      direct_allreduce_max_bytes_(options.direct_allreduce_max_bytes) {
   if (!store) throw ConfigError("make_gloo_process_group: store is null");
   if (size < 1 || rank < 0 || rank >= size)
     throw ConfigError("make_gloo_process_group: rank " + std::to_string(rank) + " is not in [0, " +
@@ -317,7 +320,7 @@ WorkPtr ProcessGroupGloo::allreduce(std::vector<at::Tensor>& tensors, const Allr
                      staged.pack();
                      auto* data = static_cast<uint8_t*>(staged.data());
                      const size_t element_size = c10::elementSize(g.dtype);
-                     if (prefer_direct_allreduce(staged.bytes(), size_)) {
+                     if (prefer_direct_allreduce(staged.bytes(), size_, direct_allreduce_max_bytes_)) {
                        Exchange ex(env(run), kDirectAllreduceSlots);
                        at::Tensor scratch = arena_.take(at::kByte, static_cast<int64_t>(staged.bytes()) * size_);
                        direct_allreduce(ex, data, staged.bytes(), element_size, fns.at(g.dtype),

@@ -19,8 +19,8 @@
 namespace ddp::gloo_backend {
 namespace {
 
-// `out` is either `a` or a distinct buffer, never a partial overlap, so the loops are safe to
-// vectorize without alias checks.
+// `out` is `a`, `b` or a distinct buffer, never a partial overlap: element i is read before it is
+// written, so the loops are safe to vectorize without alias checks.
 template <typename T, typename Op>
 void apply(void* out, const void* a, const void* b, size_t n) {
   T* o = static_cast<T*>(out);
