@@ -62,7 +62,7 @@ run --entrypoint /bin/sh -- -c 'ldd /opt/ddp/bin/* | tee /dev/stderr | grep -q "
 echo "all binaries resolve their libraries: $(ls_bins=$(run --entrypoint /bin/ls -- /opt/ddp/bin); echo $ls_bins)"
 
 echo "== runtime: synthetic data (make_cifar10_synthetic)"
-run "${VOLS[@]}" --entrypoint make_cifar10_synthetic -- --out /data --train 512 --test 256 --layout bin --seed 1
+run "${VOLS[@]}" --entrypoint make_cifar10_synthetic -- --out /data --train 500 --test 250 --layout bin --seed 1
 
 echo "== runtime: ENTRYPOINT (train_cifar10), 1 process"
 run "${VOLS[@]}" -- --data-dir /data --model-dir /model --epochs 1 --batch-size 64 --seed 1 \

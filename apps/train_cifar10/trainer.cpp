@@ -9,6 +9,8 @@
 //   should_stop()  checked after every optimizer step
 #include "trainer.h"
 
+#include "ddp/launcher/thread_budget.h"
+
 #include <ddp/checkpoint.h>
 #include <ddp/distributed_data_parallel.h>
 #include <ddp/distributed_sampler.h>
@@ -18,14 +20,12 @@
 #include <ddp/signals.h>
 #include <ddp/world_info.h>
 
-#include <sched.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
-#include <thread>
 
 #include "data/cifar/cifar_dataset.h"
 #include "data/cifar/cifar_loader.h"
@@ -40,33 +40,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-int available_cores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
-// --threads when given, else OMP_NUM_THREADS when set (as PyTorch honours it), else the cores this
-// process may run on shared by the ranks on this node. Without a launcher (PyTorchJob-style
-// RANK/WORLD_SIZE) the ranks on this node are unknown, except that with a loopback MASTER_ADDR they
-// all are. Oversubscribed OpenMP threads are very slow (they spin waiting for each other).
-int intra_op_threads(int flag, const ddp::WorldInfo& world) {
-  if (flag > 0) return flag;
-  if (const char* omp = std::getenv("OMP_NUM_THREADS")) {
-    char* end = nullptr;
-    long v = std::strtol(omp, &end, 10);
-    if (*omp && *end == '\0' && v > 0 && v <= 1024) return static_cast<int>(v);
-    throw ddp::ConfigError("OMP_NUM_THREADS='" + std::string(omp) + "' is not a thread count in 1..1024");
-  }
-  int ranks_here = std::max(1, world.local_world_size);
-  if (ranks_here == 1 && world.world_size > 1 && is_loopback(world.master_addr)) ranks_here = world.world_size;
-  return std::max(1, available_cores() / ranks_here);
-}
 
 struct DeviceChoice {
   c10::Device device{c10::kCPU};
@@ -271,7 +244,7 @@ int run_training(const TrainOptions& o) {
   auto pg = ddp::init_process_group(init);
   const ddp::WorldInfo& world = ddp::world();
 
-  const int threads = intra_op_threads(o.threads, world);
+  const int threads = ddp::launcher::intra_op_threads(o.threads, world);
   at::set_num_threads(threads);
   if (pg->rank() == 0) {
     DDP_LOG(INFO) << "train_cifar10: " << world.describe() << ", backend " << pg->backend_name() << ", device "

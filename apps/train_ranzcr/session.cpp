@@ -1,6 +1,6 @@
 #include "session.h"
 
-#include "ddp/launcher/nproc.h"
+#include "ddp/launcher/thread_budget.h"
 
 #include <ddp/errors.h>
 #include <ddp/init.h>
@@ -14,30 +14,6 @@
 #include <string>
 
 namespace train_ranzcr {
-namespace {
-
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
-// --threads when given, else OMP_NUM_THREADS when set (as PyTorch honours it), else the CPUs this
-// container may use (affinity and cgroup quota: a pod with a CPU limit on a big node) shared by the
-// ranks on this node. Without a launcher the ranks on this node are unknown, except that with a
-// loopback MASTER_ADDR they all are. Oversubscribed OpenMP threads spin and crawl.
-int intra_op_threads(int flag, const ddp::WorldInfo& world) {
-  if (flag > 0) return flag;
-  if (const char* omp = std::getenv("OMP_NUM_THREADS")) {
-    char* end = nullptr;
-    const long v = std::strtol(omp, &end, 10);
-    if (*omp && *end == '\0' && v > 0 && v <= 1024) return static_cast<int>(v);
-    throw ddp::ConfigError("OMP_NUM_THREADS='" + std::string(omp) + "' is not a thread count in 1..1024");
-  }
-  int ranks_here = std::max(1, world.local_world_size);
-  if (ranks_here == 1 && world.world_size > 1 && is_loopback(world.master_addr)) ranks_here = world.world_size;
-  return std::max(1, ddp::launcher::usable_cpus().n / ranks_here);
-}
-
-}  // namespace
 
 Session start_session(const Options& o) {
   Session s;
@@ -62,7 +38,7 @@ Session start_session(const Options& o) {
   init.backend = o.backend;
   init.device = s.device;
   s.pg = ddp::init_process_group(init);
-  s.threads = intra_op_threads(o.threads, ddp::world());
+  s.threads = ddp::launcher::intra_op_threads(o.threads, ddp::world());
   at::set_num_threads(s.threads);
   DDP_LOG(INFO) << "train_ranzcr rank " << s.pg->rank() << "/" << s.pg->size() << " on " << s.device.str()
                 << ", backend " << s.pg->backend_name() << ", " << s.threads << " compute threads, "
