@@ -10,9 +10,11 @@
 //   log.evaluation({...});
 
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <vector>
+
+#include "trainer/metrics_file.h"
+#include "trainer/progress_line.h"
 
 namespace train_cifar10 {
 
@@ -52,27 +54,20 @@ struct RunLogOptions {
 class RunLog {
  public:
   explicit RunLog(RunLogOptions options);
-  ~RunLog();
-  RunLog(const RunLog&) = delete;
-  RunLog& operator=(const RunLog&) = delete;
 
   void train_step(const TrainPoint& p);
   void evaluation(const EvalPoint& p);
   /// A free-form JSON object (already serialised) for the metrics file, e.g. the run summary.
   void metrics_record(const std::string& json_object);
 
-  bool bar() const { return bar_; }
+  bool bar() const { return progress_.bar(); }
 
  private:
-  void end_bar_line();
   bool enabled_;
-  bool bar_ = false;
-  bool bar_open_ = false;
-  FILE* metrics_ = nullptr;
-  std::string metrics_path_;
+  ddp::trainer::ProgressLine progress_;
+  ddp::trainer::MetricsFile metrics_;
 };
 
-/// A JSON number (finite; NaN/inf become null).
-std::string json_number(double v);
+using ddp::trainer::json_number;
 
 }  // namespace train_cifar10

@@ -9,7 +9,7 @@
 //   should_stop()  checked after every optimizer step
 #include "trainer.h"
 
-#include "ddp/launcher/thread_budget.h"
+#include "trainer/thread_budget.h"
 
 #include <ddp/checkpoint.h>
 #include <ddp/distributed_data_parallel.h>
@@ -244,7 +244,7 @@ int run_training(const TrainOptions& o) {
   auto pg = ddp::init_process_group(init);
   const ddp::WorldInfo& world = ddp::world();
 
-  const int threads = ddp::launcher::intra_op_threads(o.threads, world);
+  const int threads = ddp::trainer::intra_op_threads(o.threads, world);
   at::set_num_threads(threads);
   if (pg->rank() == 0) {
     DDP_LOG(INFO) << "train_cifar10: " << world.describe() << ", backend " << pg->backend_name() << ", device "

@@ -8,12 +8,13 @@
 //     {"type":"eval",...} per validation, {"type":"summary",...} at the end.
 // Other ranks construct it inactive; every call is then a no-op.
 
-#include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "trainer/metrics_file.h"
+#include "trainer/progress_line.h"
 
 namespace train_ranzcr {
 
@@ -47,9 +48,6 @@ class Reporter {
  public:
   /// `active`: this is rank 0. `progress`: auto | bar | plain. `metrics_file` may be empty.
   Reporter(bool active, const std::string& progress, const std::string& metrics_file);
-  ~Reporter();
-  Reporter(const Reporter&) = delete;
-  Reporter& operator=(const Reporter&) = delete;
 
   bool active() const { return active_; }
   /// Every --log-interval steps (and at an epoch's last step).
@@ -60,17 +58,12 @@ class Reporter {
   void metrics_record(const std::string& json_object);
 
  private:
-  void end_bar_line();
   bool active_;
-  bool bar_ = false;
-  bool bar_open_ = false;
-  FILE* metrics_ = nullptr;
-  std::string metrics_path_;
+  ddp::trainer::ProgressLine progress_;
+  ddp::trainer::MetricsFile metrics_;
 };
 
-/// `"x"` with JSON escapes.
-std::string json_string(const std::string& s);
-/// A finite number as %.6g, else null.
-std::string json_number(double v);
+using ddp::trainer::json_number;
+using ddp::trainer::json_string;
 
 }  // namespace train_ranzcr

@@ -1,6 +1,6 @@
 #include "session.h"
 
-#include "ddp/launcher/thread_budget.h"
+#include "trainer/thread_budget.h"
 
 #include <ddp/errors.h>
 #include <ddp/init.h>
@@ -38,7 +38,7 @@ Session start_session(const Options& o) {
   init.backend = o.backend;
   init.device = s.device;
   s.pg = ddp::init_process_group(init);
-  s.threads = ddp::launcher::intra_op_threads(o.threads, ddp::world());
+  s.threads = ddp::trainer::intra_op_threads(o.threads, ddp::world());
   at::set_num_threads(s.threads);
   DDP_LOG(INFO) << "train_ranzcr rank " << s.pg->rank() << "/" << s.pg->size() << " on " << s.device.str()
                 << ", backend " << s.pg->backend_name() << ", " << s.threads << " compute threads, "

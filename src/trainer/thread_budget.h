@@ -2,7 +2,7 @@
 // How many intra-op (OpenMP) threads one rank should use, shared by the trainers.
 #include <ddp/world_info.h>
 
-namespace ddp::launcher {
+namespace ddp::trainer {
 
 /// `flag` when > 0 (a --threads flag), else OMP_NUM_THREADS when set (as PyTorch honours it; a
 /// ConfigError naming it when it is not a count in 1..1024), else the CPUs this container may use
@@ -12,4 +12,4 @@ namespace ddp::launcher {
 /// Oversubscribed OpenMP threads spin waiting for each other and crawl, hence the division.
 int intra_op_threads(int flag, const WorldInfo& world);
 
-}  // namespace ddp::launcher
+}  // namespace ddp::trainer

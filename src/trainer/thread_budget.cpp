@@ -1,4 +1,4 @@
-#include "ddp/launcher/thread_budget.h"
+#include "trainer/thread_budget.h"
 
 #include <ddp/errors.h>
 
@@ -8,7 +8,7 @@
 
 #include "ddp/launcher/nproc.h"
 
-namespace ddp::launcher {
+namespace ddp::trainer {
 namespace {
 
 bool is_loopback(const std::string& host) {
@@ -27,7 +27,7 @@ int intra_op_threads(int flag, const WorldInfo& world) {
   }
   int ranks_here = std::max(1, world.local_world_size);
   if (ranks_here == 1 && world.world_size > 1 && is_loopback(world.master_addr)) ranks_here = world.world_size;
-  return std::max(1, usable_cpus().n / ranks_here);
+  return std::max(1, launcher::usable_cpus().n / ranks_here);
 }
 
-}  // namespace ddp::launcher
+}  // namespace ddp::trainer

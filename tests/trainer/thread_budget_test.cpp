@@ -9,9 +9,9 @@
 #include <string>
 
 #include "ddp/launcher/nproc.h"
-#include "ddp/launcher/thread_budget.h"
+#include "trainer/thread_budget.h"
 
-using ddp::launcher::intra_op_threads;
+using ddp::trainer::intra_op_threads;
 
 namespace {
 

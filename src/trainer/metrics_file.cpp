@@ -1,0 +1,61 @@
+#include "trainer/metrics_file.h"
+
+#include <ddp/errors.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+namespace ddp::trainer {
+
+MetricsFile::MetricsFile(std::string path) : path_(std::move(path)) {
+  if (path_.empty()) return;
+  const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+  std::error_code ec;  // a folder that cannot be made shows up as fopen's error below
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  file_ = std::fopen(path_.c_str(), "a");
+  if (!file_) throw ConfigError("--metrics-file '" + path_ + "' cannot be opened for appending: " + std::strerror(errno));
+}
+
+MetricsFile::~MetricsFile() {
+  if (file_) std::fclose(file_);
+}
+
+void MetricsFile::append(const std::string& json_object) {
+  if (!file_) return;
+  std::fputs(json_object.c_str(), file_);
+  std::fputc('\n', file_);
+  if (std::fflush(file_) != 0) throw DataError("cannot append to --metrics-file '" + path_ + "': " + std::strerror(errno));
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace ddp::trainer

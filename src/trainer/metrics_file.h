@@ -1,0 +1,33 @@
+#pragma once
+// The --metrics-file both trainers write: JSON lines, one object per record, flushed as written so
+// a killed run keeps what it logged. Plus the two JSON helpers the records need.
+#include <cstdio>
+#include <string>
+
+namespace ddp::trainer {
+
+class MetricsFile {
+ public:
+  /// Opens `path` for appending, creating its folder (it usually sits beside the model on a fresh
+  /// volume). An empty path is a disabled file: append() does nothing. ConfigError when it cannot
+  /// be opened, naming the flag, the path and the reason.
+  explicit MetricsFile(std::string path);
+  ~MetricsFile();
+  MetricsFile(const MetricsFile&) = delete;
+  MetricsFile& operator=(const MetricsFile&) = delete;
+
+  bool enabled() const { return file_ != nullptr; }
+  /// One serialised JSON object as one line. DataError when the write fails (disk full, ...).
+  void append(const std::string& json_object);
+
+ private:
+  std::string path_;
+  FILE* file_ = nullptr;
+};
+
+/// A finite number as %.6g; NaN and infinities become null.
+std::string json_number(double v);
+/// `"s"` with JSON escapes.
+std::string json_string(const std::string& s);
+
+}  // namespace ddp::trainer
