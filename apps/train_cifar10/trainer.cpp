@@ -6,7 +6,7 @@
 //   the RNG     torch's default CPU generator, seeded once from --seed before the model is built;
 //               augmentation uses a counter-based RNG keyed by (seed, epoch, sample), so it needs no
 //               state beyond progress_
-//   should_stop()  checked after every optimizer step
+//   stop_       the stop vote (SIGTERM on any rank), polled after every optimizer step
 #include "trainer.h"
 
 #include "trainer/thread_budget.h"
@@ -140,7 +140,7 @@ class Trainer {
           interval_steps = interval_images = 0;
           interval_start = Clock::now();
         }
-        const bool stop_signal = should_stop();
+        const bool stop_signal = stop_.poll();
         if (stop_signal || checkpointer_.due(progress_)) checkpointer_.save(*model_.module(), &optimizer_, progress_);
         if (stop_signal) {
           DDP_LOG(WARN) << "stopping on signal " << ddp::stop_signal() << " after global step " << progress_.global_step
@@ -189,7 +189,6 @@ class Trainer {
 
  private:
   // Graceful stop (SIGTERM -> checkpoint -> exit 143): collective, so every rank stops after the same step.
-  bool should_stop() { return ddp::stop_requested_any(*pg_); }
 
   EvalCounts evaluate() {
     auto& net = model_.module();
@@ -231,6 +230,7 @@ class Trainer {
   ddp::TrainingProgress progress_;
   RunLog log_;
   ddp::Checkpointer checkpointer_;
+  ddp::StopVote stop_{*pg_};
 };
 
 }  // namespace

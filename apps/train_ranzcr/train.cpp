@@ -146,6 +146,7 @@ int train(const Options& o, Session& session) {
   const int64_t steps_per_epoch = (sampler.num_samples() + o.batch_size - 1) / o.batch_size;
   const LrSchedule schedule(o, steps_per_epoch);
   Reporter reporter(rank0, o.progress, o.metrics_file);
+  ddp::StopVote stop_vote(pg);
 
   EpochMetrics last;
   bool step_limit_hit = false;
@@ -211,7 +212,7 @@ int train(const Options& o, Session& session) {
         point_steps = point_images = 0;
         point_start = Clock::now();
       }
-      const bool stop = ddp::stop_requested_any(pg);
+      const bool stop = stop_vote.poll();
       if (stop || checkpointer.due(progress)) checkpointer.save(*net, &optimizer, progress, metadata);
       if (stop) {
         if (rank0) {

@@ -6,14 +6,17 @@
 // 130 (SIGINT). A second signal of the same kind ends the process at once with that code.
 //
 //   ddp::install_stop_handlers();
+//   ddp::StopVote stop(*pg);
 //   for (...) {
 //     train_step();
-//     if (ddp::stop_requested_any(*pg)) {   // collective: all ranks stop after the same step
+//     if (stop.poll()) {                    // collective: all ranks stop after the same step
 //       ckpt.save(*net, &optimizer, progress);
 //       return ddp::stop_exit_code();
 //     }
 //   }
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 
 namespace ddp {
@@ -39,7 +42,37 @@ void request_stop(int signal) noexcept;
 void clear_stop_request() noexcept;
 
 /// Collective: true on every rank when any rank of `pg` has a stop request, so all ranks stop after
-/// the same step. One allreduce(max) of one element (on CUDA for an NCCL group).
+/// the same step. One allreduce(max) of one element (on CUDA for an NCCL group), waited for.
 bool stop_requested_any(ProcessGroup& pg);
+
+/// stop_requested_any() for a training loop, at a fraction of its cost. poll() votes only every
+/// `interval` calls, sized so that votes are about `vote_every` apart (1 when steps are slower),
+/// and never waits: a vote point starts a vote on this rank's flag and reads the outcome of the
+/// previous vote point's, long finished. (Voting and waiting after every step cost 8-20% of
+/// train_cifar10's 9 ms step at 2 ranks on loopback; pipelining alone won back a third of that,
+/// the rest was the collective's CPU time.) Every rank gets the same answer from the same poll():
+/// the interval comes from the votes themselves (the slowest rank's step time). A signal is acted
+/// on within two intervals: about 2 x vote_every, or the next step when steps are slower. Like any
+/// collective, every rank must call poll() at the same points of its loop.
+class StopVote {
+ public:
+  /// `vote_every` 0: vote at every poll (tests).
+  explicit StopVote(ProcessGroup& pg, std::chrono::milliseconds vote_every = std::chrono::milliseconds(100));
+  /// Waits for the vote still in flight (its tensor must outlive it); errors are the group's to report.
+  ~StopVote();
+  StopVote(const StopVote&) = delete;
+  StopVote& operator=(const StopVote&) = delete;
+
+  bool poll();
+
+ private:
+  struct Pending;
+  ProcessGroup& pg_;
+  const std::chrono::milliseconds vote_every_;
+  int64_t interval_ = 1;      // polls between vote points, the same on every rank
+  int64_t since_vote_ = 0;    // polls since the last vote point
+  std::chrono::steady_clock::time_point last_vote_;
+  std::unique_ptr<Pending> pending_;
+};
 
 }  // namespace ddp

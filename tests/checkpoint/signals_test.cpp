@@ -1,5 +1,8 @@
 // The graceful-stop flag: real signals delivered to real processes.
+#include <ddp/init.h>
+#include <ddp/process_group.h>
 #include <ddp/signals.h>
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -7,6 +10,7 @@
 #include <chrono>
 #include <iostream>
 #include <thread>
+#include <vector>
 
 #include "support/multiprocess.h"
 
@@ -71,4 +75,61 @@ TEST(Signals, RequestAndClearInProcess) {
   EXPECT_EQ(ddp::stop_signal(), SIGINT);
   ddp::clear_stop_request();
   EXPECT_FALSE(ddp::stop_requested());
+}
+
+// ---- StopVote: every rank sees the same outcome at the same poll, one poll after the signal --------
+DDP_TEST_WORKER(stop_vote_worker) {
+  auto pg = ddp::init_process_group();
+  ddp::clear_stop_request();
+  ddp::StopVote vote(*pg, std::chrono::milliseconds(0));  // a vote at every poll
+  constexpr int kSignalAt = 5;  // the last rank "gets SIGTERM" before its 6th poll
+  for (int poll = 0; poll < 20; ++poll) {
+    if (pg->rank() == pg->size() - 1 && poll == kSignalAt) ddp::request_stop(SIGTERM);
+    const bool stop = vote.poll();
+    // Other collectives between polls keep their order with the vote in flight.
+    std::vector<at::Tensor> t = {at::ones({3})};
+    pg->allreduce(t)->wait();
+    if (t[0][0].item<float>() != static_cast<float>(pg->size())) return 3;
+    if (stop) {
+      std::cout << "stopped at poll " << poll << " exit " << ddp::stop_exit_code() << std::endl;
+      return poll == kSignalAt + 1 && ddp::stop_exit_code() == 143 ? 0 : 4;
+    }
+  }
+  return 5;  // never stopped
+}
+
+TEST(Signals, StopVoteStopsEveryRankAtTheSamePoll) {
+  auto results = ddp::testing::run_workers("stop_vote_worker", 3);
+  ddp::testing::expect_all_succeeded(results);
+  for (const auto& r : results) EXPECT_NE(r.output.find("stopped at poll 6 exit 143"), std::string::npos) << r.output;
+}
+
+// With the default spacing, fast steps are polled many times per vote; every rank still stops at
+// the same poll, soon after the signal: within two vote intervals (~2 x 100 ms of 5 ms steps).
+DDP_TEST_WORKER(stop_vote_spaced_worker) {
+  auto pg = ddp::init_process_group();
+  ddp::clear_stop_request();
+  ddp::StopVote vote(*pg);
+  constexpr int kSignalAt = 100;
+  for (int poll = 0; poll < 400; ++poll) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a "step"
+    if (pg->rank() == 0 && poll == kSignalAt) ddp::request_stop(SIGTERM);
+    if (vote.poll()) {
+      std::cout << "stopped at poll " << poll << std::endl;
+      return poll > kSignalAt && poll <= kSignalAt + 60 ? 0 : 4;
+    }
+  }
+  return 5;  // never stopped
+}
+
+TEST(Signals, StopVoteSpacedVotesStillStopEveryRankAtTheSamePoll) {
+  auto results = ddp::testing::run_workers("stop_vote_spaced_worker", 2);
+  ddp::testing::expect_all_succeeded(results);
+  ASSERT_EQ(results.size(), 2u);
+  auto stopped_at = [](const std::string& out) {
+    const size_t at = out.find("stopped at poll ");
+    return at == std::string::npos ? -1 : std::stoi(out.substr(at + 16));
+  };
+  EXPECT_GT(stopped_at(results[0].output), 0) << results[0].output;
+  EXPECT_EQ(stopped_at(results[0].output), stopped_at(results[1].output));
 }

@@ -8,14 +8,11 @@
 #include <cstring>
 
 namespace ddp::detail {
-namespace {
 
-at::Tensor on_device(const at::Tensor& cpu, const ProcessGroup& pg) {
+at::Tensor on_collective_device(const at::Tensor& cpu, const ProcessGroup& pg) {
   c10::Device device = collective_device(pg);
   return device.is_cpu() ? cpu : cpu.to(device);
 }
-
-}  // namespace
 
 c10::Device collective_device(const ProcessGroup& pg) {
   if (pg.backend_name() != "nccl") return c10::Device(c10::kCPU);
@@ -25,7 +22,7 @@ c10::Device collective_device(const ProcessGroup& pg) {
 }
 
 std::vector<int64_t> allgather_int64(ProcessGroup& pg, int64_t value) {
-  at::Tensor mine = on_device(at::full({1}, value, at::TensorOptions().dtype(at::kLong)), pg);
+  at::Tensor mine = on_collective_device(at::full({1}, value, at::TensorOptions().dtype(at::kLong)), pg);
   std::vector<at::Tensor> all;
   for (int r = 0; r < pg.size(); ++r) all.push_back(at::empty_like(mine));
   pg.allgather(all, mine)->wait();
@@ -39,7 +36,7 @@ std::vector<std::string> allgather_bytes(ProcessGroup& pg, const std::string& mi
   int64_t longest = std::max<int64_t>(1, *std::max_element(sizes.begin(), sizes.end()));
   at::Tensor buffer = at::zeros({longest}, at::TensorOptions().dtype(at::kByte));
   std::memcpy(buffer.data_ptr(), mine.data(), mine.size());
-  buffer = on_device(buffer, pg);
+  buffer = on_collective_device(buffer, pg);
   std::vector<at::Tensor> all;
   for (int r = 0; r < pg.size(); ++r) all.push_back(at::empty_like(buffer));
   pg.allgather(all, buffer)->wait();
@@ -52,13 +49,13 @@ std::vector<std::string> allgather_bytes(ProcessGroup& pg, const std::string& mi
 }
 
 int64_t broadcast_int64(ProcessGroup& pg, int64_t value, int root) {
-  std::vector<at::Tensor> t = {on_device(at::full({1}, value, at::TensorOptions().dtype(at::kLong)), pg)};
+  std::vector<at::Tensor> t = {on_collective_device(at::full({1}, value, at::TensorOptions().dtype(at::kLong)), pg)};
   pg.broadcast(t, root)->wait();
   return t[0].cpu().item<int64_t>();
 }
 
 int64_t allreduce_max_int64(ProcessGroup& pg, int64_t value) {
-  std::vector<at::Tensor> t = {on_device(at::full({1}, value, at::TensorOptions().dtype(at::kLong)), pg)};
+  std::vector<at::Tensor> t = {on_collective_device(at::full({1}, value, at::TensorOptions().dtype(at::kLong)), pg)};
   pg.allreduce(t, AllreduceOptions().op(ReduceOp::kMax))->wait();
   return t[0].cpu().item<int64_t>();
 }

@@ -5,8 +5,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <vector>
+
+#include <ATen/Functions.h>
 
 #include "ddp/checkpoint/collective_device.h"
 
@@ -57,11 +61,56 @@ void request_stop(int signal) noexcept {
 
 void clear_stop_request() noexcept { g_stop_signal.store(0); }
 
-bool stop_requested_any(ProcessGroup& pg) {
-  // The largest signal number wins, so every rank also reports the same exit code.
-  int64_t sig = detail::allreduce_max_int64(pg, g_stop_signal.load());
+namespace {
+
+// The largest signal number wins, so every rank also reports the same exit code.
+bool adopt_vote(int64_t sig) {
   if (sig > 0) g_stop_signal.store(static_cast<int>(sig));
   return sig > 0;
+}
+
+}  // namespace
+
+bool stop_requested_any(ProcessGroup& pg) { return adopt_vote(detail::allreduce_max_int64(pg, g_stop_signal.load())); }
+
+struct StopVote::Pending {
+  std::vector<at::Tensor> vote;  // {signal, microseconds per poll} on the collective device
+  WorkPtr work;
+};
+
+StopVote::StopVote(ProcessGroup& pg, std::chrono::milliseconds vote_every)
+    : pg_(pg), vote_every_(vote_every), last_vote_(std::chrono::steady_clock::now()) {}
+
+StopVote::~StopVote() {
+  if (!pending_) return;
+  try {
+    pending_->work->wait();
+  } catch (...) {
+    // The group already failed; the caller is on its way out with that error.
+  }
+}
+
+bool StopVote::poll() {
+  if (++since_vote_ < interval_) return false;
+  const auto now = std::chrono::steady_clock::now();
+  const int64_t us_per_poll =
+      std::chrono::duration_cast<std::chrono::microseconds>(now - last_vote_).count() / since_vote_;
+  since_vote_ = 0;
+  last_vote_ = now;
+
+  std::unique_ptr<Pending> previous = std::move(pending_);
+  pending_ = std::make_unique<Pending>();
+  at::Tensor mine = at::tensor({static_cast<int64_t>(g_stop_signal.load()), us_per_poll}, at::kLong);
+  pending_->vote = {detail::on_collective_device(mine, pg_)};
+  pending_->work = pg_.allreduce(pending_->vote, AllreduceOptions().op(ReduceOp::kMax));
+  if (!previous) return false;  // the first vote has no outcome yet, on every rank
+
+  previous->work->wait();
+  at::Tensor outcome = previous->vote[0].cpu();
+  const int64_t slowest_us = std::max<int64_t>(1, outcome[1].item<int64_t>());
+  const int64_t target_us = std::chrono::duration_cast<std::chrono::microseconds>(vote_every_).count();
+  interval_ = std::clamp<int64_t>(target_us / slowest_us, 1, 10000);
+  return adopt_vote(outcome[0].item<int64_t>());
 }
 
 }  // namespace ddp
