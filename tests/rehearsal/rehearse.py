@@ -87,20 +87,43 @@ def image_env(repo):
     return env
 
 
+def place(src, dst):
+    """Hard link, or copy across file systems; readable and executable by everyone."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+    os.chmod(dst, 0o755)
+
+
 def make_bin_dir(build_dir, work, standin):
-    """work/bin with our binaries: the image's /opt/ddp/bin, played by the build tree."""
-    d = os.path.join(work, "bin")
+    """work/bin with our binaries and work/lib with the build's libddp: the image's /opt/ddp/bin and
+    /opt/ddp/lib, played by the build tree. Links or copies, not symlinks into the build tree: the
+    pods run as uid 1000, which may not traverse it (a clone under /root or in a mktemp -d folder
+    is mode 0700). The pods get LD_LIBRARY_PATH=work/lib (it wins over the binaries' RUNPATH)."""
+    d, lib = os.path.join(work, "bin"), os.path.join(work, "lib")
     os.makedirs(d, exist_ok=True)
+    os.makedirs(lib, exist_ok=True)
     found = []
     for name, rel in BINARIES.items():
         src = os.path.join(build_dir, rel)
         if standin and os.access(os.path.join(standin, name), os.X_OK):
             src = os.path.join(standin, name)
         if os.access(src, os.X_OK):
-            os.symlink(os.path.abspath(src), os.path.join(d, name))
+            place(os.path.realpath(src), os.path.join(d, name))
             found.append(name)
-    os.chmod(work, 0o755)
-    return d, found
+    src_lib = os.path.join(build_dir, "src")
+    for name in sorted(os.listdir(src_lib)) if os.path.isdir(src_lib) else []:
+        path = os.path.join(src_lib, name)
+        if name.startswith("libddp.so") and os.path.isfile(path) and not os.path.islink(path):
+            place(path, os.path.join(lib, name))
+    for name in sorted(os.listdir(src_lib)) if os.path.isdir(src_lib) else []:
+        path = os.path.join(src_lib, name)
+        if name.startswith("libddp.so") and os.path.islink(path):
+            os.symlink(os.readlink(path), os.path.join(lib, name))  # libddp.so.0 -> libddp.so.0.1.0
+    for p in (work, d, lib):
+        os.chmod(p, 0o755)
+    return d, lib, found
 
 
 def set_flag(argv, flag, value):
@@ -429,7 +452,7 @@ def main():
     own_work = args.work is None
     args.work = args.work or tempfile.mkdtemp(prefix="ddp-rehearsal-")
     os.makedirs(args.work, exist_ok=True)
-    args.bin_dir, found = make_bin_dir(os.path.abspath(args.build_dir), args.work, args.standin_bin_dir)
+    args.bin_dir, lib_dir, found = make_bin_dir(os.path.abspath(args.build_dir), args.work, args.standin_bin_dir)
     if args.standin_bin_dir:
         print(f"WARNING: stand-in binaries from {args.standin_bin_dir}: harness development, not a rehearsal")
     needed = {"train_cifar10", "make_cifar10_synthetic"} | ({"ddprun"} if {"trainjob", "ddprun"} & set(names) else set())
@@ -440,6 +463,7 @@ def main():
         print(f"FAIL: not built in {args.build_dir}: {', '.join(missing)}")
         return 1
     args.image_env = image_env(args.repo)
+    args.image_env["LD_LIBRARY_PATH"] = lib_dir  # the image's ld.so.conf entry for /opt/ddp/lib
     if args.strip_flag:
         STRIP_FLAGS.extend(args.strip_flag)
         print(f"WARNING: flags {args.strip_flag} removed from the manifests: development, not a rehearsal")
