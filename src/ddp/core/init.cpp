@@ -24,9 +24,6 @@ InitState& state() {
   return s;
 }
 
-constexpr std::chrono::milliseconds kGlooDefaultTimeout = std::chrono::minutes(30);
-constexpr std::chrono::milliseconds kNcclDefaultTimeout = std::chrono::minutes(10);
-
 std::shared_ptr<Store> connect_store(const WorldInfo& world, std::chrono::milliseconds timeout,
                                      std::chrono::milliseconds connect_timeout) {
   TCPStoreOptions o;
@@ -90,8 +87,9 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
   if (backend == "nccl" && !nccl_available())
     throw ConfigError("backend 'nccl' requested, but " + nccl_unavailable_reason() + "; use --backend gloo");
 
+  // 0: the backend's own default (GlooOptions: 30 min, NcclOptions: 10 min).
   auto timeout = options.timeout.count() > 0 ? options.timeout
-                                             : (backend == "nccl" ? kNcclDefaultTimeout : kGlooDefaultTimeout);
+                                             : (backend == "nccl" ? NcclOptions().timeout : GlooOptions().timeout);
   auto store = connect_store(world, timeout, options.store_connect_timeout);
 
   std::shared_ptr<ProcessGroup> pg;
