@@ -7,6 +7,7 @@ PACKAGES=(
   libtorch-dev libgloo-dev libcxxopts-dev libgtest-dev libopencv-dev
   python3 python3-torch python3-torchvision python3-numpy python3-sklearn python3-yaml python3-jsonschema
   iproute2 procps
+  debootstrap  # the LibTorch 2.6 suite's Debian 13 root (scripts/trixie-root.sh)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,8 +1,37 @@
 #!/usr/bin/env bash
-# The test command of the README: installs dependencies, builds, runs the whole suite with ctest.
-set -euo pipefail
+# The test command of the README: installs dependencies, builds, and runs the whole suite twice:
+# against Debian 12's LibTorch 1.13 on this machine, then against Debian 13's LibTorch 2.6 in a
+# cached trixie root (scripts/run-tests-trixie.sh). Both run even when the first fails; the exit
+# code is non-zero when either failed. DDP_SUITES=1.13 or DDP_SUITES=2.6 runs one of them. Extra
+# arguments go to both ctest runs.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-bash scripts/build.sh
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure --timeout 900 -j "${DDP_TEST_JOBS:-2}" "$@"
+SUITES=${DDP_SUITES:-1.13 2.6}
+declare -A result
+start=$(date +%s)
+bash scripts/install-deps.sh || exit
+
+if [[ " $SUITES " == *" 1.13 "* ]]; then
+  t0=$(date +%s)
+  echo "== LibTorch 1.13 suite (Debian 12)"
+  ( set -e
+    bash scripts/build.sh
+    cd "${BUILD_DIR:-build}"
+    ctest --output-on-failure --timeout 900 -j "${DDP_TEST_JOBS:-2}" "$@" )
+  result[1.13]=$?
+  echo "== LibTorch 1.13 suite: exit ${result[1.13]} after $(( $(date +%s) - t0 )) s"
+fi
+if [[ " $SUITES " == *" 2.6 "* ]]; then
+  t0=$(date +%s)
+  bash scripts/run-tests-trixie.sh "$@"
+  result[2.6]=$?
+  echo "== LibTorch 2.6 suite: exit ${result[2.6]} after $(( $(date +%s) - t0 )) s"
+fi
+
+passed=0 failed=0
+for s in "${!result[@]}"; do
+  if [[ ${result[$s]} == 0 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+echo "run-tests: $(( $(date +%s) - start )) s in all"
+echo "suites: $passed passed, $failed failed"
+((failed == 0 && passed > 0))

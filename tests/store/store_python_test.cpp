@@ -1,9 +1,11 @@
 // Wire compatibility with PyTorch's c10d TCPStore, both directions, through /usr/bin/python3
-// (Debian's python3-torch 1.13). These tests fail, not skip, when torch cannot be imported.
+// (Debian 12's python3-torch 1.13; Debian 13's 2.6 in the trixie suite; pip's torch on the GPU
+// check, whose server is the libuv one). These tests fail, not skip, when torch cannot be imported.
 #include <ddp/errors.h>
 #include <ddp/store.h>
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <regex>
 #include <thread>
 
@@ -48,6 +50,16 @@ TEST(PythonInterop, OurClientAgainstPyTorchServer) {
   int port = wait_for_port(py, 90s);
   if (port == 0) expect_script_ok(py, py.wait(10s));
   ASSERT_GT(port, 0) << "python server did not start:\n" << py.output();
+  {
+    // Which PyTorch and which of its servers (classic, or libuv on torch >= 2.4 built with it).
+    std::smatch m;
+    const std::string banner = py.output();
+    if (std::regex_search(banner, m, std::regex("torch (\\S+) server (\\S+)"))) {
+      RecordProperty("torch", m[1].str());
+      RecordProperty("c10d_server", m[2].str());
+      std::cout << "c10d TCPStore server: torch " << m[1] << ", " << m[2] << " backend" << std::endl;
+    }
+  }
 
   auto s = ddp::testing::connect_client(port, 10s);
   EXPECT_EQ(s->get_string("py/hello"), "from python");

@@ -13,16 +13,31 @@ void PeerDirectory::add(int rank, std::string gloo_str, std::string readable) {
   entries_.push_back({rank, std::move(gloo_str), std::move(readable)});
 }
 
-int PeerDirectory::find_in(const std::string& message) const {
-  for (const auto& entry : entries_) {
-    if (entry.gloo_str.empty()) continue;
-    for (size_t pos = message.find(entry.gloo_str); pos != std::string::npos;
-         pos = message.find(entry.gloo_str, pos + 1)) {
-      size_t end = pos + entry.gloo_str.size();
-      // "[1.2.3.4]:123" must not match inside "[1.2.3.4]:1234".
-      if (end >= message.size() || !std::isdigit(static_cast<unsigned char>(message[end]))) return entry.rank;
-    }
+namespace {
+
+// Where `needle` occurs in `text` as a whole address: "[1.2.3.4]:123" must not match inside
+// "[1.2.3.4]:1234".
+bool contains_address(const std::string& text, const std::string& needle) {
+  if (needle.empty()) return false;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) {
+    size_t end = pos + needle.size();
+    if (end >= text.size() || !std::isdigit(static_cast<unsigned char>(text[end]))) return true;
   }
+  return false;
+}
+
+}  // namespace
+
+int PeerDirectory::find_in(const std::string& message) const {
+  // Gloo's printed form first; then the readable "1.2.3.4:port" against the message with IPv4
+  // brackets dropped, because Gloo versions print an address differently (some append a sequence
+  // number to the port) while the host and port stay the same.
+  for (const auto& entry : entries_)
+    if (contains_address(message, entry.gloo_str)) return entry.rank;
+  static const std::regex bracketed_ipv4(R"(\[([0-9]+\.[0-9]+\.[0-9]+\.[0-9]+)\])");
+  const std::string plain = std::regex_replace(message, bracketed_ipv4, "$1");
+  for (const auto& entry : entries_)
+    if (contains_address(plain, entry.readable)) return entry.rank;
   return -1;
 }
 

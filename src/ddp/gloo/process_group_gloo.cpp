@@ -208,27 +208,19 @@ ProcessGroupGloo::~ProcessGroupGloo() {
 }
 
 void ProcessGroupGloo::learn_peer_addresses(GlooStoreAdapter& store) {
-  // Gloo names a failed connection by the peer's socket address (its ephemeral port when the peer
-  // dialled us). Each rank publishes the local address of its end of every connection, so every
-  // rank can map the addresses in Gloo's messages back to ranks.
+  // Gloo names a failed connection by an address of the peer's end of it: the peer's listening
+  // address when we dialled it, its ephemeral port when it dialled us. Both are the peer's own
+  // pair->address() once connected, so each rank publishes that (in Gloo's printed form and a
+  // readable one) under our own key, and every rank can map the addresses in Gloo's messages back
+  // to ranks. Only the public Address interface is used: what Gloo writes into its own rendezvous
+  // keys differs between Gloo versions (one listener per pair in 2022, one per device plus a
+  // sequence number since 2023) and is not ours to parse.
   std::ostringstream mine;
   for (int j = 0; j < size_; ++j) {
     if (j == rank_) continue;
     const auto& local = context_->getPair(j)->address();
     auto* tcp = dynamic_cast<const ::gloo::transport::tcp::Address*>(&local);
     mine << j << '\t' << local.str() << '\t' << (tcp ? readable_address(*tcp) : local.str()) << '\n';
-  }
-  // Also the addresses peers published for the rendezvous (key "<j>": rank j's listening address
-  // for each of its pairs, all ranks but j in rank order).
-  for (int j = 0; j < size_; ++j) {
-    if (j == rank_) continue;
-    std::vector<char> all = store.get(std::to_string(j));
-    size_t each = all.size() / static_cast<size_t>(size_ - 1);
-    size_t index = static_cast<size_t>(rank_ < j ? rank_ : rank_ - 1);
-    ::gloo::transport::tcp::Address listening(std::vector<char>(all.begin() + index * each, all.begin() + (index + 1) * each));
-    peers_.add(j, listening.str(), readable_address(listening));
-    DDP_LOG(DEBUG) << "gloo: rank " << j << " listened for us on " << readable_address(listening) << " (gloo prints "
-                   << listening.str() << ")";
   }
   const std::string text = mine.str();
   store.set("peer_addr/" + std::to_string(rank_), std::vector<char>(text.begin(), text.end()));
@@ -240,9 +232,9 @@ void ProcessGroupGloo::learn_peer_addresses(GlooStoreAdapter& store) {
     while (std::getline(lines, line)) {
       auto t1 = line.find('\t'), t2 = line.rfind('\t');
       if (t1 == std::string::npos || t2 == t1) continue;
-      if (std::stoi(line.substr(0, t1)) != rank_) continue;
+      if (line.substr(0, t1) != std::to_string(rank_)) continue;
       peers_.add(j, line.substr(t1 + 1, t2 - t1 - 1), line.substr(t2 + 1));
-      DDP_LOG(DEBUG) << "gloo: rank " << j << " reaches us from " << line.substr(t2 + 1) << " (gloo prints "
+      DDP_LOG(DEBUG) << "gloo: rank " << j << " is " << line.substr(t2 + 1) << " on our connection (gloo prints "
                      << line.substr(t1 + 1, t2 - t1 - 1) << ")";
     }
   }

@@ -54,6 +54,17 @@ def main():
     # torch 1.13's Python binding has no check(): send c10d 1.x's CHECK (query byte 4) by hand.
     expect("raw CHECK present", raw_check(port, ["/cpp/hello", "/py/set"]), 0)
     expect("raw CHECK absent", raw_check(port, ["/cpp/hello", "/py/absent"]), 1)
+    # torch 2.x's binding has check(), multi_set/multi_get and append (c10d 2.x queries); 1.13's
+    # has none of them. Only the version tells which to expect, so a 2.x without them fails.
+    major = int(torch.__version__.split(".")[0])
+    if major >= 2:
+        expect("check present", store.check(["cpp/hello", "py/set"]), True)
+        expect("check absent", store.check(["cpp/hello", "py/absent"]), False)
+        store.multi_set(["py/m1", "py/m2"], ["one", bytes([0, 2])])
+        expect("multi_get", store.multi_get(["py/m2", "py/m1", "cpp/hello"]), [bytes([0, 2]), b"one", b"from c++"])
+        store.append("py/appended", "ab")
+        store.append("py/appended", "cd")
+        expect("append", store.get("py/appended"), b"abcd")
     store.set("py/to-delete", "x")
     expect("delete_key present", store.delete_key("py/to-delete"), True)
     expect("delete_key absent", store.delete_key("py/to-delete"), False)
@@ -68,6 +79,10 @@ def main():
     except RuntimeError as e:
         if "imeout" not in str(e) and "timed out" not in str(e):
             errors.append("wait timeout raised an unexpected error: %s" % e)
+
+    if major >= 2:
+        # 2.x cancels a timed-out wait (CANCEL_WAIT) and keeps using the same connection.
+        expect("get on the same connection after a timed-out wait", store.get("cpp/hello"), b"from c++")
 
     # A get that blocks until the C++ side sets the key (on a fresh connection: the one above
     # may be out of step after the timeout, which is c10d 1.13's own behaviour).

@@ -23,7 +23,10 @@ def main():
     store.set("py/hello", "from python")
     store.set("py/bytes", bytes([0, 1, 2, 255]))
     store.add("py/counter", 10)
-    print("PORT %d torch %s" % (store.port, torch.__version__), flush=True)
+    # torch >= 2.4 hosts the store on its libuv server when it was built with libuv (pip's wheels
+    # are; Debian's 2.6 is not), else on the classic one: say which one this run tested.
+    backend = "libuv" if getattr(store, "libuv_backend", False) else "classic"
+    print("PORT %d torch %s server %s" % (store.port, torch.__version__, backend), flush=True)
 
     store.wait(["cpp/done"], TIMEOUT)
     errors = []

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs a command in the Debian 13 root of scripts/trixie-root.sh (LibTorch 2.6, torch 2.6), in this
+# clone, which is bind-mounted at its own path inside the root. Needs root.
+#
+#   sudo bash scripts/in-trixie.sh 'BUILD_DIR=build-trixie bash scripts/build.sh'
+#   sudo bash scripts/in-trixie.sh 'python3 bench/allreduce/run.py --bench build-trixie/bench/allreduce/bench_allreduce'
+#
+# The command is one bash string, run with `set -euo pipefail` from the clone's root. Everything it
+# mounts lives in a private mount namespace, gone when it exits however it exits. ccache's folder
+# is kept outside the root (DDP_TRIXIE_CACHE/ccache-trixie) so a rebuilt root starts warm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+CACHE=${DDP_TRIXIE_CACHE:-/var/cache/ddp}
+(($# == 1)) || { echo "usage: in-trixie.sh 'COMMAND'" >&2; exit 2; }
+[[ $(id -u) == 0 ]] || { echo "in-trixie: needs root (chroot, mounts)" >&2; exit 2; }
+ROOT=$(bash scripts/trixie-root.sh)
+mkdir -p "$CACHE/ccache-trixie" "$ROOT$REPO" "$ROOT/root/.cache/ccache"
+cp /etc/hosts "$ROOT/etc/hosts"
+
+exec unshare --mount --propagation private bash -s "$ROOT" "$REPO" "$CACHE" "$1" <<'INNER'
+set -euo pipefail
+ROOT=$1 REPO=$2 CACHE=$3 CMD=$4
+mount -t proc proc "$ROOT/proc"
+mount --rbind /dev "$ROOT/dev"
+mount --rbind /sys "$ROOT/sys"
+mount -t tmpfs tmpfs "$ROOT/tmp"
+mount -t tmpfs tmpfs "$ROOT/run"
+mount --bind "$REPO" "$ROOT$REPO"
+mount --bind "$CACHE/ccache-trixie" "$ROOT/root/.cache/ccache"
+# kubectl is no Debian package (the k8s tests render kustomizations with it when present): the
+# host's static binary serves the root as well, so both suites check the same things.
+if host_kubectl=$(command -v kubectl); then
+  touch "$ROOT/usr/local/bin/kubectl"
+  mount --bind "$host_kubectl" "$ROOT/usr/local/bin/kubectl"
+fi
+# A clean environment, as in a fresh login, plus the switches the suite and build scripts read.
+exec chroot "$ROOT" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+  LANG=C.UTF-8 CI="${CI:-}" DDP_BUILD_JOBS="${DDP_BUILD_JOBS:-}" DDP_TEST_JOBS="${DDP_TEST_JOBS:-2}" \
+  bash -c "set -euo pipefail; cd \"\$0\"; $CMD" "$REPO"
+INNER
