@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "support/multiprocess.h"
+#include "support/torchrun.h"
 
 namespace fs = std::filesystem;
 using ddp::testing::Subprocess;
@@ -184,9 +185,7 @@ TEST_F(CifarResume, SigtermCheckpointsExits143AndResumeAutoGivesTheUninterrupted
 }
 
 TEST_F(CifarResume, TorchrunTrainsToTheSameWeightsAsDdprun) {
-  // Debian's torchrun 1.13 (Python 3.11) needs --redirects/--tee "1": it cannot parse its own "0".
-  Subprocess p(with_launcher({"/usr/bin/torchrun", "--standalone", "--nproc_per_node", "2", "--redirects", "1", "--tee",
-                              "1", "--log_dir", dir + "/torchrun-logs", "--no_python"},
+  Subprocess p(with_launcher(ddp::testing::torchrun_argv(2, dir + "/torchrun-logs"),
                              cifar_args(data, dir + "/torchrun", dir + "/ck")),
                {{"OMP_NUM_THREADS", "1"}});
   ASSERT_EQ(p.wait(180s), 0) << p.output();

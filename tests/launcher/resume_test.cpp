@@ -19,6 +19,7 @@
 #include <ddp/checkpoint.h>
 
 #include "support/multiprocess.h"
+#include "support/torchrun.h"
 
 namespace fs = std::filesystem;
 using ddp::testing::Subprocess;
@@ -212,12 +213,8 @@ TEST_F(Resume, TwoNodesRestartTogetherAfterAWorkerOnNode1IsKilled) {
 TEST_F(Resume, KillNineUnderTorchrunResumesToTheUninterruptedWeights) {
   std::string expected = baseline();
   std::string out = dir + "/torchrun.bin";
-  // Debian's torchrun 1.13 on Python 3.11 cannot parse its own default --redirects/--tee ("0": IntFlag
-  // iteration skips NONE) and fails in to_map(); "1" parses. Both spellings are its underscore ones.
-  // --tee 1 prefixes the workers' stdout lines with "[default<local rank>]:".
-  std::vector<std::string> argv = {"/usr/bin/torchrun", "--standalone", "--nproc_per_node", "2", "--max_restarts", "1",
-                                   "--monitor_interval", "0.1", "--redirects", "1", "--tee", "1",
-                                   "--log_dir", dir + "/torchrun-logs", "--no_python"};
+  std::vector<std::string> argv =
+      ddp::testing::torchrun_argv(2, dir + "/torchrun-logs", {"--max_restarts", "1", "--monitor_interval", "0.1"});
   auto program = trainer_args(dir + "/ck", out, {"--step-sleep-ms", "40"});
   argv.insert(argv.end(), program.begin(), program.end());
   Subprocess p(argv, {{"OMP_NUM_THREADS", "1"}});
