@@ -4,6 +4,8 @@ Same protocol as bench_allreduce.cpp (start like a torchrun worker; rank 0 print
 "<bytes> <iterations> <seconds per allreduce (slowest rank)>" per size). Run through run.py.
 """
 import argparse
+import os
+import sys
 import time
 
 import torch
@@ -39,7 +41,12 @@ def main():
         if dist.get_rank() == 0:
             print(f"{bytes_} {iters} {per_op:.9f}", flush=True)
         bytes_ *= 2
-    dist.destroy_process_group()
+    dist.barrier()
+    # A rank of torch 2.6's Gloo group (Debian 13) can hang in destroy_process_group or interpreter
+    # teardown after the last op, which left the driver waiting forever. Everything is measured and
+    # printed by now, so leave without the teardown (on 1.13 too: the same exit for both).
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
