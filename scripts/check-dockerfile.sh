@@ -57,6 +57,9 @@ cleanup() {
   echo "check-dockerfile: $( ((rc == 0)) && echo PASSED || echo "FAILED (exit $rc)") after $(( $(date +%s) - START )) s"
 }
 trap cleanup EXIT
+# Stopped by a signal: fail (without these, bash ran the EXIT trap with status 0 and said PASSED).
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 echo "== build: $FILE (all stages up to runtime), context $REPO, work $WORK"
 "${BUILD[@]}" build --file "$FILE" --context "$REPO" --work "$WORK" --target runtime \
