@@ -333,6 +333,7 @@ def base_tarball(image, work, mirror):
                 'Dir::Cache::pkgcache ""; Dir::Cache::srcpkgcache "";\n')
     with open(os.path.join(tmp, "etc/apt/apt.conf.d/docker-no-languages"), "w") as f:
         f.write('Acquire::Languages "none";\n')
+    os.chmod(tmp, 0o755)  # the image's / (mkdtemp made it 0700: apt's _apt sandbox could not read its cache)
     shutil.rmtree(os.path.join(tmp, "var/lib/apt/lists"), ignore_errors=True)
     os.makedirs(os.path.join(tmp, "var/lib/apt/lists/partial"), exist_ok=True)
     subprocess.run(["tar", "--numeric-owner", "--xattrs", "-C", tmp, "-cf", path + ".part", "."], check=True)
