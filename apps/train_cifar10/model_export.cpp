@@ -3,7 +3,8 @@
 #include <ddp/errors.h>
 
 #include <torch/nn/module.h>
-#include <torch/serialize.h>
+
+#include "models/state_dict.h"
 
 #include <sys/stat.h>
 
@@ -29,10 +30,11 @@ void make_dirs(const std::string& dir) {
 }  // namespace
 
 void save_state_dict(const torch::nn::Module& module, const std::string& path) {
-  c10::Dict<std::string, at::Tensor> state;
-  for (const auto& p : module.named_parameters(/*recurse=*/true)) state.insert(p.key(), p.value().detach().cpu());
-  for (const auto& b : module.named_buffers(/*recurse=*/true)) state.insert(b.key(), b.value().detach().cpu());
-  std::vector<char> bytes = torch::pickle_save(c10::IValue(state));
+  // Python's state_dict order: parameters, then buffers, each in module order.
+  std::vector<std::pair<std::string, at::Tensor>> state;
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) state.emplace_back(p.key(), p.value());
+  for (const auto& b : module.named_buffers(/*recurse=*/true)) state.emplace_back(b.key(), b.value());
+  std::vector<char> bytes = ddp::models::state_dict_archive(state);
 
   auto slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) make_dirs(path.substr(0, slash));

@@ -4,7 +4,10 @@
 
 #include <ddp/errors.h>
 
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/nn/module.h>
 
 #include <ATen/ATen.h>
@@ -70,10 +73,33 @@ std::map<std::string, at::Tensor> read_state_dict(const std::string& path) {
   return out;
 }
 
-void write_state_dict(const std::map<std::string, at::Tensor>& entries, const std::string& path) {
+std::vector<char> state_dict_archive(const std::vector<std::pair<std::string, at::Tensor>>& entries) {
   c10::Dict<std::string, at::Tensor> dict;
   for (const auto& [name, tensor] : entries) dict.insert(name, tensor.detach().cpu().contiguous());
-  std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
+  // torch::pickle_save would tag the dict with its key and value types
+  // (torch.jit._pickle.restore_type_tag), a global that PyTorch >= 2.6's torch.load refuses by
+  // default (weights_only=True). Untagged, the pickle holds only a dict and the tensors' rebuild
+  // calls, which every torch.load accepts; the archive around it is pickle_save's.
+  std::vector<char> pickle;
+  torch::jit::Pickler pickler([&](const char* b, size_t n) { pickle.insert(pickle.end(), b, b + n); },
+                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
+                              /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(c10::IValue(dict));
+  pickler.stop();
+  std::vector<char> archive;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t n) {
+    const char* b = static_cast<const char*>(data);
+    archive.insert(archive.end(), b, b + n);
+    return n;
+  });
+  torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
+  writer.writeEndOfFile();
+  return archive;
+}
+
+void write_state_dict(const std::map<std::string, at::Tensor>& entries, const std::string& path) {
+  std::vector<char> bytes = state_dict_archive({entries.begin(), entries.end()});
   // Temporary file + rename: a reader never sees half a file.
   const fs::path target(path);
   std::error_code ec;

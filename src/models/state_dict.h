@@ -11,6 +11,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace torch::nn {
@@ -50,6 +51,11 @@ struct LoadStateDictReport {
 /// Reads a file written by torch.save(dict_of_tensors) (or save_state_dict below). DataError naming
 /// the file when it is missing, unreadable or not a dict of string -> tensor.
 std::map<std::string, at::Tensor> read_state_dict(const std::string& path);
+
+/// The bytes of a torch.save() zip archive holding `entries` as a dict of name -> tensor (in this
+/// order), copied to the CPU. torch.load reads it with weights_only=True (PyTorch 2.6's default) and
+/// with weights_only=False, as do 1.x and read_state_dict.
+std::vector<char> state_dict_archive(const std::vector<std::pair<std::string, at::Tensor>>& entries);
 
 /// Writes `entries` (atomically, creating the folder) so that Python's torch.load and read_state_dict read them back.
 void write_state_dict(const std::map<std::string, at::Tensor>& entries, const std::string& path);

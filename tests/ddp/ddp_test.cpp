@@ -45,6 +45,22 @@ TEST(DistributedDataParallel, ModuleSavesWithPlainKeys) {
   expect_all_succeeded(run_workers("save_module", 2, quick()));
 }
 
+// Runs a tests/ddp/python script as 2 ranks of a torch.distributed Gloo group (Debian's python3-torch).
+void run_python_ranks(const std::string& script, const std::vector<std::string>& args) {
+  const std::string port = std::to_string(ddp::testing::free_port());
+  std::vector<std::string> argv = {DDP_PYTHON, std::string(DDP_SOURCE_DIR) + "/tests/ddp/python/" + script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::unique_ptr<ddp::testing::Subprocess>> python;
+  for (int rank = 0; rank < 2; ++rank)
+    python.push_back(std::make_unique<ddp::testing::Subprocess>(
+        argv, std::map<std::string, std::string>{{"RANK", std::to_string(rank)},
+                                                 {"WORLD_SIZE", "2"},
+                                                 {"MASTER_ADDR", "127.0.0.1"},
+                                                 {"MASTER_PORT", port},
+                                                 {"OMP_NUM_THREADS", "1"}}));
+  for (auto& p : python) ASSERT_EQ(p->wait(std::chrono::seconds(90)), 0) << p->output();
+}
+
 // Same initial weights and data through torch.nn.parallel.DistributedDataParallel (Debian's
 // python3-torch, Gloo, 2 ranks) and through ours: same final weights and buffers.
 TEST(DistributedDataParallel, MatchesPyTorchDistributedDataParallel) {
@@ -52,20 +68,22 @@ TEST(DistributedDataParallel, MatchesPyTorchDistributedDataParallel) {
   auto options = quick();
   options.env["DDP_PARITY_DIR"] = dir;
   expect_all_succeeded(run_workers("parity_prepare", 1, options));
-
-  const std::string port = std::to_string(ddp::testing::free_port());
-  std::vector<std::unique_ptr<ddp::testing::Subprocess>> python;
-  for (int rank = 0; rank < 2; ++rank)
-    python.push_back(std::make_unique<ddp::testing::Subprocess>(
-        std::vector<std::string>{DDP_PYTHON, std::string(DDP_SOURCE_DIR) + "/tests/ddp/python/ddp_reference.py", dir},
-        std::map<std::string, std::string>{{"RANK", std::to_string(rank)},
-                                           {"WORLD_SIZE", "2"},
-                                           {"MASTER_ADDR", "127.0.0.1"},
-                                           {"MASTER_PORT", port},
-                                           {"OMP_NUM_THREADS", "1"}}));
-  for (auto& p : python) ASSERT_EQ(p->wait(std::chrono::seconds(90)), 0) << p->output();
-
+  run_python_ranks("ddp_reference.py", {dir});
   expect_all_succeeded(run_workers("parity_train", 2, options));
+  std::filesystem::remove_all(dir);
+}
+
+// ResNet-18 over 8 buckets (bucket_cap_mb 4, the first 1 MiB): our initial and rebuilt bucket
+// assignments are torch's, and the final parameters and buffers equal torch DDP's bit for bit
+// (resnet_parity_workers.cpp, python/resnet_reference.py).
+TEST(DistributedDataParallel, MatchesPyTorchBitForBitAcrossBucketsResNet18) {
+  const std::string dir = ddp::testing::make_temp_dir("ddp-resnet-parity");
+  auto options = quick();
+  options.env["DDP_PARITY_DIR"] = dir;
+  expect_all_succeeded(run_workers("resnet_parity_prepare", 1, options));
+  run_python_ranks("resnet_reference.py", {dir, "4"});
+  if (HasFatalFailure()) return;
+  expect_all_succeeded(run_workers("resnet_parity_train", 2, options));
   std::filesystem::remove_all(dir);
 }
 

@@ -661,7 +661,9 @@ DDP_TEST_WORKER(parity_train) {
              model_name + ": training moved the weights (the comparison is not of two idle models)");
     c.expect(python.size() == net->named_parameters().size() + net->named_buffers().size(),
              model_name + ": Python wrote every parameter and buffer");
-    c.expect_close(worst, 1e-5, model_name + " vs torch.nn.parallel.DistributedDataParallel (worst: " + worst_name + ")");
+    // Exactly: both sides run the same LibTorch kernels on one thread, and a sum of two ranks'
+    // gradients does not depend on the order it is taken in.
+    c.expect_close(worst, 0.0, model_name + " vs torch.nn.parallel.DistributedDataParallel (worst: " + worst_name + ")");
   }
   return c.result();
 }

@@ -7,6 +7,8 @@
 
 #include <signal.h>
 
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "gloo_test_util.h"
@@ -24,8 +26,28 @@ constexpr auto kShortTimeout = std::chrono::seconds(10);
 
 }  // namespace
 
+// Seconds from a rank's death to the others' PeerError: the bound docs/PROCESS_GROUP.md states. The
+// 10 s group timeout is far above it, so meeting it shows detection by the closed connections, not a
+// timeout.
+constexpr double kPeerErrorWithinSeconds = 0.5;
+
+// The victim's clock reading just before it dies, through a file ($DDP_KILLED_AT_FILE): steady_clock
+// is CLOCK_MONOTONIC, one clock for every process on the machine.
+void write_death_time() {
+  std::ofstream(env_or("DDP_KILLED_AT_FILE", "")) << std::chrono::steady_clock::now().time_since_epoch().count();
+}
+double seconds_since_death() {
+  const auto now = std::chrono::steady_clock::now();
+  std::ifstream in(env_or("DDP_KILLED_AT_FILE", ""));
+  std::chrono::steady_clock::rep ticks = 0;
+  check(static_cast<bool>(in >> ticks), "the victim wrote the time it died");
+  return std::chrono::duration<double>(now - std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(ticks)))
+      .count();
+}
+
 // One rank dies (SIGKILL) while a 64 MiB allreduce is in flight. Every other rank gets a PeerError
-// well before the 10 s timeout; a later barrier fails saying the group is unusable, with the cause.
+// within kPeerErrorWithinSeconds of the death; a later barrier fails saying the group is unusable,
+// with the cause.
 DDP_TEST_WORKER(peer_killed_mid_allreduce) {
   auto pg = make_test_group(kShortTimeout);
   pg->barrier()->wait();
@@ -33,18 +55,19 @@ DDP_TEST_WORKER(peer_killed_mid_allreduce) {
   if (rank() == kVictim) {
     auto work = pg->allreduce(t);
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    write_death_time();
     raise(SIGKILL);
   }
-  auto t0 = std::chrono::steady_clock::now();
   std::string first;
   try {
     pg->allreduce(t)->wait();
     check(false, "allreduce succeeded although rank 1 was killed");
   } catch (const ddp::PeerError& e) {
+    const double took = seconds_since_death();
     first = e.what();
-    double took = seconds_since(t0);
-    std::fprintf(stderr, "rank %d got PeerError after %.2f s: %s\n", rank(), took, e.what());
-    check(took < 8.0, "PeerError came after " + std::to_string(took) + " s (timeout is 10 s)");
+    std::fprintf(stderr, "rank %d got PeerError %.3f s after rank %d died: %s\n", rank(), took, kVictim, e.what());
+    check(took < kPeerErrorWithinSeconds, "PeerError came " + std::to_string(took) + " s after the death (bound " +
+                                              std::to_string(kPeerErrorWithinSeconds) + " s)");
     check(e.rank() == rank(), "PeerError carries this rank");
     check(e.peer() >= 0 && e.peer() < world() && e.peer() != rank(), "PeerError names a peer rank");
     check(contains(first, "allreduce #1") && contains(first, "rank " + std::to_string(rank())),
@@ -74,12 +97,16 @@ void expect_victim_killed(const std::vector<WorkerResult>& results) {
   }
 }
 
-TEST(GlooFailure, PeerKilledMidAllreduce2Ranks) {
-  expect_victim_killed(run_workers("peer_killed_mid_allreduce", 2, gloo_worker_options()));
+// The victim's death time travels through a file in a fresh folder.
+void run_peer_killed(int world_size) {
+  const std::string dir = make_temp_dir("gloo-killed");
+  WorkerOptions o = gloo_worker_options();
+  o.env["DDP_KILLED_AT_FILE"] = dir + "/killed_at";
+  expect_victim_killed(run_workers("peer_killed_mid_allreduce", world_size, o));
+  std::filesystem::remove_all(dir);
 }
-TEST(GlooFailure, PeerKilledMidAllreduce4Ranks) {
-  expect_victim_killed(run_workers("peer_killed_mid_allreduce", 4, gloo_worker_options()));
-}
+TEST(GlooFailure, PeerKilledMidAllreduce2Ranks) { run_peer_killed(2); }
+TEST(GlooFailure, PeerKilledMidAllreduce4Ranks) { run_peer_killed(4); }
 
 // Rank 1 never issues the allreduce. Rank 0 gets a TimeoutError naming the op once its timeout
 // (the per-op one when given, else the group's) has passed.

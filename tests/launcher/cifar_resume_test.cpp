@@ -1,5 +1,9 @@
 // train_cifar10 under ddprun (and torchrun) with real interruptions on synthetic data: the final
 // model.pt must hold exactly the weights of an uninterrupted run with the same seed.
+//
+// A restart that ignored the checkpoint would also end with those weights (the seed determines the
+// whole run), so the resume tests also read the resumed attempt's summary in --metrics-file: it must
+// have trained exactly the images of the steps after the checkpoint it names.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -9,9 +13,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include "support/multiprocess.h"
+#include "support/torchrun.h"
 
 namespace fs = std::filesystem;
 using ddp::testing::Subprocess;
@@ -22,6 +28,8 @@ namespace {
 const std::string kDdprun = std::string(DDP_BUILD_DIR) + "/apps/ddprun/ddprun";
 
 // 3200 training images, 2 ranks x batch 16: 100 steps per epoch, 200 in all; a checkpoint every 25.
+constexpr int64_t kTotalSteps = 200;
+constexpr int64_t kImagesPerStep = 2 * 16;
 std::vector<std::string> cifar_args(const std::string& data, const std::string& model_dir, const std::string& ckpt_dir) {
   return {DDP_TRAIN_CIFAR10, "--data-dir", data, "--model-dir", model_dir, "--epochs", "2", "--batch-size", "16",
           "--test-batch-size", "200", "--log-interval", "10", "--progress", "plain", "--threads", "1", "--workers", "1",
@@ -31,6 +39,29 @@ std::vector<std::string> cifar_args(const std::string& data, const std::string& 
 std::vector<std::string> with_launcher(std::vector<std::string> launcher, const std::vector<std::string>& program) {
   launcher.insert(launcher.end(), program.begin(), program.end());
   return launcher;
+}
+
+// The last "summary" record of a --metrics-file: `"name":<integer>`, or -1.
+int64_t summary_value(const std::string& metrics_path, const std::string& name) {
+  std::ifstream in(metrics_path);
+  int64_t value = -1;
+  std::smatch m;
+  const std::regex re("\"" + name + "\":([0-9]+)");
+  for (std::string line; std::getline(in, line);)
+    if (line.find("\"type\":\"summary\"") != std::string::npos && std::regex_search(line, m, re)) value = std::stoll(m[1]);
+  return value;
+}
+
+// The run resumed from a checkpoint after step 0 (`output` names it) and the attempt that finished
+// trained exactly the steps after it: a restart that started over trains all 200 steps' images.
+void expect_resumed_and_trained_the_rest(const std::string& output, const std::string& metrics_path) {
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(output, m, std::regex(R"(resumed from \S*ckpt-([0-9]+)\.ddpckpt)"))) << output;
+  const int64_t from = std::stoll(m[1]);
+  EXPECT_GT(from, 0);
+  EXPECT_EQ(summary_value(metrics_path, "steps"), kTotalSteps);
+  EXPECT_EQ(summary_value(metrics_path, "trained_images"), (kTotalSteps - from) * kImagesPerStep)
+      << "the resumed attempt must train only steps " << from + 1 << ".." << kTotalSteps;
 }
 
 c10::Dict<c10::IValue, c10::IValue> load_state(const std::string& path) {
@@ -110,9 +141,14 @@ class CifarResume : public ::testing::Test {
 }  // namespace
 
 TEST_F(CifarResume, KillNineMidEpochUnderDdprunGivesTheUninterruptedWeights) {
+  const std::string metrics = dir + "/killed-metrics.jsonl";
   Subprocess p(with_launcher({kDdprun, "--standalone", "--nproc-per-node", "2", "--max-restarts", "2",
                               "--monitor-interval", "0.05"},
-                             cifar_args(data, dir + "/killed", dir + "/ck")));
+                             [&] {
+                               auto a = cifar_args(data, dir + "/killed", dir + "/ck");
+                               a.insert(a.end(), {"--metrics-file", metrics});
+                               return a;
+                             }()));
   // Rank 0 logs every 10 steps; at step 30 of epoch 2 (global 130) the last checkpoint is step 125.
   ASSERT_TRUE(wait_for(p, "Train Epoch: 2 [480/1600")) << p.output();
   pid_t victim = worker_of(p.pid(), 1);
@@ -121,6 +157,7 @@ TEST_F(CifarResume, KillNineMidEpochUnderDdprunGivesTheUninterruptedWeights) {
   ASSERT_EQ(p.wait(180s), 0) << p.output();
   EXPECT_NE(p.output().find("worker rank 1 (local 1) was killed by SIGKILL"), std::string::npos) << p.output();
   EXPECT_NE(p.output().find("resumed from " + dir + "/ck/ckpt-"), std::string::npos) << p.output();
+  expect_resumed_and_trained_the_rest(p.output(), metrics);
   expect_same_model(baseline, dir + "/killed/model.pt");
 }
 
@@ -138,18 +175,17 @@ TEST_F(CifarResume, SigtermCheckpointsExits143AndResumeAutoGivesTheUninterrupted
   Subprocess second(with_launcher({kDdprun, "--standalone", "--nproc-per-node", "2"},
                                   [&] {
                                     auto a = cifar_args(data, dir + "/stopped", dir + "/ck");
-                                    a.insert(a.end(), {"--resume", "auto"});
+                                    a.insert(a.end(), {"--resume", "auto", "--metrics-file", dir + "/resumed-metrics.jsonl"});
                                     return a;
                                   }()));
   ASSERT_EQ(second.wait(180s), 0) << second.output();
   EXPECT_NE(second.output().find("resumed from " + dir + "/ck/ckpt-"), std::string::npos) << second.output();
+  expect_resumed_and_trained_the_rest(second.output(), dir + "/resumed-metrics.jsonl");
   expect_same_model(baseline, dir + "/stopped/model.pt");
 }
 
 TEST_F(CifarResume, TorchrunTrainsToTheSameWeightsAsDdprun) {
-  // Debian's torchrun 1.13 (Python 3.11) needs --redirects/--tee "1": it cannot parse its own "0".
-  Subprocess p(with_launcher({"/usr/bin/torchrun", "--standalone", "--nproc_per_node", "2", "--redirects", "1", "--tee",
-                              "1", "--log_dir", dir + "/torchrun-logs", "--no_python"},
+  Subprocess p(with_launcher(ddp::testing::torchrun_argv(2, dir + "/torchrun-logs"),
                              cifar_args(data, dir + "/torchrun", dir + "/ck")),
                {{"OMP_NUM_THREADS", "1"}});
   ASSERT_EQ(p.wait(180s), 0) << p.output();

@@ -1,6 +1,11 @@
 // Exact resume under real failures: ddp_test_trainer (tests/launcher/test_trainer.cpp) run by ddprun
 // (and by PyTorch's torchrun), interrupted by kill -9 or SIGTERM, must end with weights bit-identical
 // to an uninterrupted run with the same seed.
+//
+// Equal weights alone would not show that the checkpoint was used: training is fully determined by
+// the seed, so a restart that ignored the checkpoint and trained from step 0 ends with the same bytes.
+// So every test also reads the steps each attempt ran from the trainer's log: the attempt after the
+// restart must start right after the checkpointed step (> 0) and run exactly the remaining steps.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -8,11 +13,13 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include <ddp/checkpoint.h>
 
 #include "support/multiprocess.h"
+#include "support/torchrun.h"
 
 namespace fs = std::filesystem;
 using ddp::testing::Subprocess;
@@ -24,6 +31,7 @@ const std::string kDdprun = std::string(DDP_BUILD_DIR) + "/apps/ddprun/ddprun";
 const std::string kTrainer = std::string(DDP_BUILD_DIR) + "/tests/launcher/ddp_test_trainer";
 
 // 256 samples, 2 ranks x batch 8: 16 steps per epoch, 48 in all.
+constexpr int64_t kTotalSteps = 48;
 std::vector<std::string> trainer_args(const std::string& ckpt_dir, const std::string& out,
                                       std::vector<std::string> extra = {}) {
   std::vector<std::string> a = {kTrainer, "--epochs", "3", "--samples", "256", "--batch-size", "8", "--seed", "5",
@@ -62,6 +70,51 @@ pid_t worker_pid(const std::string& output, int rank) {
   return static_cast<pid_t>(std::stol(m[1]));
 }
 
+// The global steps each attempt of one rank ran, from its lines in a launcher's output: `prefix` then
+// "pid N rank R of W attempt A" (an attempt starts) or "epoch E step S global G loss L" (a step).
+std::vector<std::vector<int64_t>> steps_per_attempt(const std::string& output, const std::string& prefix) {
+  std::vector<std::vector<int64_t>> attempts;
+  std::istringstream lines(output);
+  const std::regex step(R"(epoch [0-9]+ step [0-9]+ global ([0-9]+) loss)");
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const std::string rest = line.substr(prefix.size());
+    std::smatch m;
+    if (rest.rfind("pid ", 0) == 0) {
+      attempts.emplace_back();
+    } else if (std::regex_search(rest, m, step) && !attempts.empty()) {
+      attempts.back().push_back(std::stoll(m[1]));
+    }
+  }
+  return attempts;
+}
+
+// The steps after `checkpoint_step`, up to the end: what a resumed attempt must run, and only that.
+std::vector<int64_t> steps_after(int64_t checkpoint_step) {
+  std::vector<int64_t> v;
+  for (int64_t s = checkpoint_step + 1; s <= kTotalSteps; ++s) v.push_back(s);
+  return v;
+}
+
+// The step of the checkpoint a run says it resumed from ("resumed from .../ckpt-<step>.ddpckpt"), or -1.
+int64_t resumed_step(const std::string& output) {
+  std::smatch m;
+  if (!std::regex_search(output, m, std::regex(R"(resumed from \S*ckpt-([0-9]+)\.ddpckpt)"))) return -1;
+  return std::stoll(m[1]);
+}
+
+// The last attempt of `prefix`'s rank resumed from a checkpoint after step 0 and ran exactly the
+// steps after it; `attempts` is how many attempts that rank's output should show.
+void expect_resumed_and_ran_the_rest(const std::string& output, const std::string& prefix, size_t attempts) {
+  const int64_t from = resumed_step(output);
+  EXPECT_GT(from, 0) << "no resume from a checkpoint after step 0:\n" << output;
+  auto ran = steps_per_attempt(output, prefix);
+  ASSERT_EQ(ran.size(), attempts) << output;
+  EXPECT_EQ(ran.back(), steps_after(from)) << "the resumed attempt must run exactly steps " << from + 1 << ".."
+                                           << kTotalSteps << " (a restart that ignored the checkpoint runs 1.."
+                                           << kTotalSteps << ")";
+}
+
 class Resume : public ::testing::Test {
  protected:
   void SetUp() override { dir = ddp::testing::make_temp_dir("resume"); }
@@ -95,6 +148,8 @@ TEST_F(Resume, KillNineMidEpochUnderDdprunEndsBitIdentical) {
   EXPECT_NE(p.output().find("worker rank 1 (local 1) was killed by SIGKILL (exit 137): retryable"), std::string::npos)
       << p.output();
   EXPECT_NE(p.output().find("resumed from " + dir + "/ck/ckpt-000000000020.ddpckpt"), std::string::npos) << p.output();
+  expect_resumed_and_ran_the_rest(p.output(), "[0]: ", 2);
+  expect_resumed_and_ran_the_rest(p.output(), "[1]: ", 2);
   EXPECT_EQ(slurp(out), expected) << "weights differ from the uninterrupted run";
 }
 
@@ -122,6 +177,9 @@ TEST_F(Resume, SigtermCheckpointsAndAResumedRunEndsBitIdentical) {
   ASSERT_EQ(second.wait(120s), 0) << second.output();
   EXPECT_NE(second.output().find("resumed from " + dir + "/ck/" + ddp::checkpoint_file_name(step)), std::string::npos)
       << second.output();
+  EXPECT_EQ(resumed_step(second.output()), step);
+  expect_resumed_and_ran_the_rest(second.output(), "[0]: ", 1);
+  expect_resumed_and_ran_the_rest(second.output(), "[1]: ", 1);
   EXPECT_EQ(slurp(out), expected) << "weights differ from the uninterrupted run";
 }
 
@@ -145,21 +203,31 @@ TEST_F(Resume, TwoNodesRestartTogetherAfterAWorkerOnNode1IsKilled) {
   EXPECT_EQ(node0->wait(120s), 0) << node0->output();
   EXPECT_NE(node0->output().find("another node moved the job to attempt 1"), std::string::npos) << node0->output();
   EXPECT_NE(node0->output().find("[0]: pid"), node0->output().rfind("[0]: pid")) << "node 0's worker was not restarted";
+  expect_resumed_and_ran_the_rest(node0->output(), "[0]: ", 2);
+  expect_resumed_and_ran_the_rest(node1->output(), "[1]: ", 2);
   EXPECT_EQ(slurp(out), expected) << "weights differ from the uninterrupted run";
 }
 
-TEST_F(Resume, TorchrunTrainsToTheSameWeightsAsDdprun) {
+// The same kill -9 under PyTorch's torchrun (its agent hosts the store and restarts every worker):
+// the restarted workers resume from the checkpoint and end with ddprun's uninterrupted weights.
+TEST_F(Resume, KillNineUnderTorchrunResumesToTheUninterruptedWeights) {
   std::string expected = baseline();
   std::string out = dir + "/torchrun.bin";
-  // Debian's torchrun 1.13 on Python 3.11 cannot parse its own default --redirects/--tee ("0": IntFlag
-  // iteration skips NONE) and fails in to_map(); "1" parses. Both spellings are its underscore ones.
-  std::vector<std::string> argv = {"/usr/bin/torchrun", "--standalone", "--nproc_per_node", "2",
-                                   "--redirects", "1", "--tee", "1", "--log_dir", dir + "/torchrun-logs", "--no_python"};
-  auto program = trainer_args(dir + "/ck", out);
+  std::vector<std::string> argv =
+      ddp::testing::torchrun_argv(2, dir + "/torchrun-logs", {"--max_restarts", "1", "--monitor_interval", "0.1"});
+  auto program = trainer_args(dir + "/ck", out, {"--step-sleep-ms", "40"});
   argv.insert(argv.end(), program.begin(), program.end());
   Subprocess p(argv, {{"OMP_NUM_THREADS", "1"}});
+  ASSERT_TRUE(wait_for(p, "[default1]:epoch 1 step 7 ", 120s)) << p.output();
+  std::smatch m;
+  std::string before = p.output();
+  ASSERT_TRUE(std::regex_search(before, m, std::regex("pid ([0-9]+) rank 1 of 2 attempt 0"))) << before;
+  ASSERT_EQ(::kill(static_cast<pid_t>(std::stol(m[1])), SIGKILL), 0);
   ASSERT_EQ(p.wait(180s), 0) << p.output();
-  EXPECT_EQ(slurp(out), expected) << "weights differ from ddprun's run";
+  EXPECT_NE(p.output().find("rank 1 of 2 attempt 1"), std::string::npos) << "not restarted:\n" << p.output();
+  expect_resumed_and_ran_the_rest(p.output(), "[default0]:", 2);
+  expect_resumed_and_ran_the_rest(p.output(), "[default1]:", 2);
+  EXPECT_EQ(slurp(out), expected) << "weights differ from ddprun's uninterrupted run";
 }
 
 TEST_F(Resume, AnUnusableResumeFileIsPermanentAndNotRestarted) {

@@ -218,7 +218,7 @@ TEST(ResNet, WriteReadRoundTripIsReadableByPython) {
   load_state_dict(*copy, path);
   for (auto& [name, t] : state_dict_of(*copy)) EXPECT_TRUE(at::equal(t, state_dict_of(*net).at(name))) << name;
   Subprocess py({DDP_PYTHON, "-c",
-                 "import sys, torch; sd = torch.load(sys.argv[1]); print(len(sd), tuple(sd['conv1.weight'].shape))",
+                 "import sys, torch; sd = torch.load(sys.argv[1], weights_only=True); print(len(sd), tuple(sd['conv1.weight'].shape))",
                  path});
   ASSERT_EQ(py.wait(std::chrono::seconds(60)), 0) << py.output();
   EXPECT_NE(py.output().find("122 (64, 1, 7, 7)"), std::string::npos) << py.output();

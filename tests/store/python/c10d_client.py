@@ -5,6 +5,7 @@ operation c10d has: set/get/add/compare_set/wait/check/delete_key/num_keys, chec
 C++ side wrote, and writes values the C++ side checks afterwards. Exit 0 when all checks pass.
 """
 import datetime
+import os
 import socket
 import struct
 import sys
@@ -16,6 +17,9 @@ except ImportError as e:  # fail loudly: CI must have python3-torch
     print("PYTHON_TORCH_MISSING: %s cannot import torch.distributed (%s); "
           "install python3-torch" % (sys.executable, e), flush=True)
     sys.exit(3)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+import torch_store  # noqa: E402
 
 
 def raw_check(port, wire_keys):
@@ -33,7 +37,8 @@ def raw_check(port, wire_keys):
 def main():
     port = int(sys.argv[1])
     # world_size=2: the c10d client also does its "init/" rendezvous add on connect.
-    store = dist.TCPStore("127.0.0.1", port, 2, False, datetime.timedelta(seconds=30))
+    store = dist.TCPStore("127.0.0.1", port, 2, False, datetime.timedelta(seconds=30),
+                          **torch_store.tcpstore_kwargs())
     errors = []
 
     def expect(what, got, want):
@@ -86,7 +91,8 @@ def main():
 
     # A get that blocks until the C++ side sets the key (on a fresh connection: the one above
     # may be out of step after the timeout, which is c10d 1.13's own behaviour).
-    store2 = dist.TCPStore("127.0.0.1", port, None, False, datetime.timedelta(seconds=30))
+    store2 = dist.TCPStore("127.0.0.1", port, None, False, datetime.timedelta(seconds=30),
+                           **torch_store.tcpstore_kwargs())
     store2.set("py/waiting", "1")
     expect("blocking get", store2.get("cpp/late"), b"late value")
     store2.set("py/done", "1")

@@ -5,6 +5,7 @@ to read, then waits for "cpp/done" and checks everything the C++ client wrote. E
 checks pass; otherwise prints what differed and exits 1.
 """
 import datetime
+import os
 import sys
 
 try:
@@ -15,17 +16,21 @@ except ImportError as e:  # fail loudly: CI must have python3-torch
           "install python3-torch" % (sys.executable, e), flush=True)
     sys.exit(3)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+import torch_store  # noqa: E402
+
 TIMEOUT = datetime.timedelta(seconds=60)
 
 
 def main():
-    store = dist.TCPStore("127.0.0.1", 0, None, True, TIMEOUT, wait_for_workers=False)
+    store = dist.TCPStore("127.0.0.1", 0, None, True, TIMEOUT, wait_for_workers=False,
+                          **torch_store.tcpstore_kwargs())
     store.set("py/hello", "from python")
     store.set("py/bytes", bytes([0, 1, 2, 255]))
     store.add("py/counter", 10)
     # torch >= 2.4 hosts the store on its libuv server when it was built with libuv (pip's wheels
     # are; Debian's 2.6 is not), else on the classic one: say which one this run tested.
-    backend = "libuv" if getattr(store, "libuv_backend", False) else "classic"
+    backend = torch_store.backend_name(store)
     print("PORT %d torch %s server %s" % (store.port, torch.__version__, backend), flush=True)
 
     store.wait(["cpp/done"], TIMEOUT)

@@ -1,0 +1,95 @@
+"""PyTorch's DistributedDataParallel on ResNet-18 with several buckets, for the C++ parity test.
+
+Run once per rank (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set) with the system python3-torch:
+    python3 resnet_reference.py DIR BUCKET_CAP_MB
+Reads DIR/resnet_init and DIR/resnet_data (tests/ddp/tensor_files.h format), trains with
+torch.nn.parallel.DistributedDataParallel(bucket_cap_mb=BUCKET_CAP_MB) over Gloo (SGD lr 0.01
+momentum 0.9, one batch per step split evenly over the ranks, 1 intra-op thread) and writes
+DIR/resnet_final_rank<RANK>. Rank 0 also writes, one bucket per line (parameter indices):
+  DIR/buckets_initial.txt  torch's bucketing rule (_compute_bucket_assignment_by_size with limits
+                           [first bucket bytes, cap]) over the reversed registration order, which is
+                           where our DDP starts (torch's own DDP starts with one bucket);
+  DIR/buckets_rebuilt.txt  the same rule over the order gradients arrived in during the first
+                           backward: what torch's DDP rebuilds its buckets to and uses from then on.
+Only APIs present in torch 1.13 and 2.x are used.
+"""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from resnet import ResNet18  # noqa: E402
+from tensor_files import read_tensors, write_tensors  # noqa: E402
+
+
+def assign(params, order, limits):
+    """torch's own assignment of params[order[0]], params[order[1]], ... to buckets."""
+    buckets, _ = dist._compute_bucket_assignment_by_size(
+        [params[i] for i in order], limits, [False] * len(order), list(order))
+    return [list(b) for b in buckets]
+
+
+def write_buckets(path, buckets):
+    with open(path, "w") as f:
+        for b in buckets:
+            f.write(" ".join(str(i) for i in b) + "\n")
+
+
+def ddp_rebuilt_buckets(model):
+    """The buckets torch's DDP actually rebuilt to, from its logging data (None when not logged)."""
+    text = model._get_ddp_logging_data().get("rebuilt_per_bucket_param_indices")
+    if not text:
+        return None
+    return [[int(i) for i in b.split()] for b in str(text).split(",")]
+
+
+def main(directory, cap_mb):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    data = read_tensors(directory, "resnet_data")
+    net = ResNet18()
+    net.load_state_dict(read_tensors(directory, "resnet_init"))
+    params = [p for p in net.parameters() if p.requires_grad]
+    limits = [dist._DEFAULT_FIRST_BUCKET_BYTES, int(cap_mb * 1024 * 1024)]
+
+    # Leaf tensor hooks run when autograd reaches the parameter's gradient accumulator, the same
+    # moment DDP's own hook runs: their order is the arrival order DDP records for its rebuild.
+    arrival = []
+    handles = [p.register_hook(lambda g, i=i: arrival.append(i)) for i, p in enumerate(params)]
+
+    model = torch.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=cap_mb)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    steps = len(data) // 2
+    for step in range(steps):
+        x, y = data["x%d" % step], data["y%d" % step]
+        per = x.shape[0] // world
+        x, y = x[rank * per:(rank + 1) * per], y[rank * per:(rank + 1) * per]
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+        if step == 0:
+            for h in handles:
+                h.remove()
+    write_tensors(directory, "resnet_final_rank%d" % rank, net.state_dict())
+
+    if rank == 0:
+        if sorted(arrival) != list(range(len(params))):
+            sys.exit("every parameter should have reported its gradient once, got %s" % arrival)
+        rebuilt = assign(params, arrival, limits)
+        actual = ddp_rebuilt_buckets(model)
+        # Ties the expectation to what torch's DDP really did (when this torch logs it).
+        if actual is not None and actual != rebuilt:
+            sys.exit("torch DDP rebuilt to %s, not the expected %s" % (actual, rebuilt))
+        print("torch DDP rebuilt buckets: %s" % ("checked against its logging data" if actual else "not logged"))
+        write_buckets(os.path.join(directory, "buckets_rebuilt.txt"), rebuilt)
+        write_buckets(os.path.join(directory, "buckets_initial.txt"),
+                      assign(params, list(reversed(range(len(params)))), limits))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], float(sys.argv[2]))
