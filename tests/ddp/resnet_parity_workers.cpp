@@ -34,8 +34,9 @@ constexpr int64_t kBatch = 8;   // 4 images per rank
 constexpr int64_t kImageSize = 64;
 constexpr double kBucketCapMb = 4;  // ResNet-18's 46.8 MB of parameters: 8 buckets, the first 1 MiB
 
-// 1000 classes (torchvision's default): fc.weight (2 MB) alone crosses the 1 MiB first-bucket cap, so the
-// first bucket differs from what a 4 MiB cap would make and the test sees whether the first cap is applied.
+// 1000 classes (torchvision's default): fc.weight (2 MB) alone crosses the 1 MiB first-bucket cap, so on
+// torch 1.13 the first bucket differs from what a 4 MiB cap would make and the test sees whether the first
+// cap is applied (torch 2.x caps the first bucket at the explicit 4 MiB too: bucket_limits.txt says which).
 ResNet make_resnet() { return ResNet(ddp::models::ResNetOptions(ddp::models::ResNetArch::kResNet18).num_classes(1000)); }
 
 std::string parity_dir() {
@@ -108,7 +109,19 @@ DDP_TEST_WORKER(resnet_parity_train) {
     for (auto& item : net->named_parameters()) item.value().copy_(find(init, item.key()));
     for (auto& item : net->named_buffers()) item.value().copy_(find(init, item.key()));
   }
-  ddp::DistributedDataParallel model(net, pg, ddp::DistributedDataParallelOptions().bucket_cap_mb(kBucketCapMb));
+  // The caps torch's DDP used for bucket_cap_mb = kBucketCapMb: the first bucket's differs between
+  // torch 1.13 (1 MiB) and 2.x (the explicit cap), so our first_bucket_cap_mb follows torch's choice.
+  int64_t first_bytes = 0, cap_bytes = 0;
+  {
+    std::ifstream limits(dir + "/bucket_limits.txt");
+    limits >> first_bytes >> cap_bytes;
+    expect(limits && cap_bytes == static_cast<int64_t>(kBucketCapMb * 1024 * 1024) && first_bytes > 0,
+           "bucket_limits.txt from resnet_reference.py: first " + std::to_string(first_bytes) + ", cap " +
+               std::to_string(cap_bytes));
+  }
+  ddp::DistributedDataParallel model(
+      net, pg,
+      ddp::DistributedDataParallelOptions().bucket_cap_mb(kBucketCapMb).first_bucket_cap_mb(first_bytes / 1048576.0));
   const Buckets initial = read_buckets(dir + "/buckets_initial.txt");
   expect(model.bucket_indices() == initial,
          "initial buckets " + show(model.bucket_indices()) + "!= torch's rule over the reversed order " + show(initial));

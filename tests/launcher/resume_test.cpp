@@ -9,6 +9,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -222,7 +225,8 @@ TEST_F(Resume, KillNineUnderTorchrunResumesToTheUninterruptedWeights) {
   std::smatch m;
   std::string before = p.output();
   ASSERT_TRUE(std::regex_search(before, m, std::regex("pid ([0-9]+) rank 1 of 2 attempt 0"))) << before;
-  ASSERT_EQ(::kill(static_cast<pid_t>(std::stol(m[1])), SIGKILL), 0);
+  ASSERT_EQ(::kill(static_cast<pid_t>(std::stol(m[1])), SIGKILL), 0)
+      << "rank 1 (pid " << m[1] << ") is gone already: " << std::strerror(errno) << "\n" << before;
   ASSERT_EQ(p.wait(180s), 0) << p.output();
   EXPECT_NE(p.output().find("rank 1 of 2 attempt 1"), std::string::npos) << "not restarted:\n" << p.output();
   expect_resumed_and_ran_the_rest(p.output(), "[default0]:", 2);

@@ -54,7 +54,6 @@ def main(directory, cap_mb):
     net = ResNet18()
     net.load_state_dict(read_tensors(directory, "resnet_init"))
     params = [p for p in net.parameters() if p.requires_grad]
-    limits = [dist._DEFAULT_FIRST_BUCKET_BYTES, int(cap_mb * 1024 * 1024)]
 
     # Leaf tensor hooks run when autograd reaches the parameter's gradient accumulator, the same
     # moment DDP's own hook runs: their order is the arrival order DDP records for its rebuild.
@@ -62,6 +61,13 @@ def main(directory, cap_mb):
     handles = [p.register_hook(lambda g, i=i: arrival.append(i)) for i, p in enumerate(params)]
 
     model = torch.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=cap_mb)
+    # The first bucket's cap: torch 1.13 always uses _DEFAULT_FIRST_BUCKET_BYTES (1 MiB); torch 2.x
+    # uses it only with the default bucket_cap_mb and caps the first bucket at an explicit
+    # bucket_cap_mb too (bucket_bytes_cap_default). Read from the DDP object, not guessed from the
+    # version; the C++ side configures first_bucket_cap_mb from bucket_limits.txt to match.
+    explicit_cap = not getattr(model, "bucket_bytes_cap_default", True)
+    limits = [model.bucket_bytes_cap if explicit_cap else dist._DEFAULT_FIRST_BUCKET_BYTES,
+              int(cap_mb * 1024 * 1024)]
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     steps = len(data) // 2
     for step in range(steps):
@@ -85,6 +91,8 @@ def main(directory, cap_mb):
         if actual is not None and actual != rebuilt:
             sys.exit("torch DDP rebuilt to %s, not the expected %s" % (actual, rebuilt))
         print("torch DDP rebuilt buckets: %s" % ("checked against its logging data" if actual else "not logged"))
+        with open(os.path.join(directory, "bucket_limits.txt"), "w") as f:
+            f.write("%d %d\n" % tuple(limits))
         write_buckets(os.path.join(directory, "buckets_rebuilt.txt"), rebuilt)
         write_buckets(os.path.join(directory, "buckets_initial.txt"),
                       assign(params, list(reversed(range(len(params)))), limits))
