@@ -288,35 +288,42 @@ def run_in_root(root, argv, env, user, workdir, binds=(), check=True, tmpfs_tmp=
 
 # ---- base images --------------------------------------------------------------------------------
 
+# The official images' /etc/apt/sources.list.d/debian.sources (deb822, main only; a Dockerfile that
+# needs contrib/non-free edits it itself, as it must on the real image).
 DEBIAN_SOURCES = """Types: deb
 URIs: http://deb.debian.org/debian
-Suites: bookworm bookworm-updates
+Suites: {suite} {suite}-updates
 Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+Signed-By: /usr/share/keyrings/debian-archive-keyring.{keyext}
 
 Types: deb
 URIs: http://deb.debian.org/debian-security
-Suites: bookworm-security
+Suites: {suite}-security
 Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+Signed-By: /usr/share/keyrings/debian-archive-keyring.{keyext}
 """
+DEBIAN_SUITES = {"bookworm": "bookworm", "12": "bookworm", "trixie": "trixie", "13": "trixie"}
 
 
 def base_tarball(image, work, mirror):
-    """A tarball of a Debian 12 minbase root standing in for `image` (debian:bookworm*)."""
+    """A tarball of a Debian minbase root standing in for `image` (debian:bookworm*, debian:trixie*)."""
     ref = image.split("@")[0]
-    if not re.fullmatch(r"(docker\.io/)?(library/)?debian:(bookworm|12)([-.][\w.]+)?", ref):
-        raise BuildError(f"FROM {image}: only debian:bookworm images can be made with debootstrap")
-    path = os.path.join(work, "base-debian-bookworm-minbase.tar")
+    m = re.fullmatch(r"(docker\.io/)?(library/)?debian:(bookworm|12|trixie|13)([-.][\w.]+)?", ref)
+    if not m:
+        raise BuildError(f"FROM {image}: only debian:bookworm and debian:trixie images can be made with debootstrap")
+    suite = DEBIAN_SUITES[m.group(3)]
+    path = os.path.join(work, f"base-debian-{suite}-minbase.tar")
     if os.path.exists(path):
         return path
     tmp = tempfile.mkdtemp(prefix="debootstrap-", dir=work)
-    log(f"debootstrap --variant=minbase bookworm from {mirror} (stands in for {image})")
-    subprocess.run(["debootstrap", "--variant=minbase", "bookworm", tmp, mirror], check=True)
+    log(f"debootstrap --variant=minbase {suite} from {mirror} (stands in for {image})")
+    subprocess.run(["debootstrap", "--variant=minbase", suite, tmp, mirror], check=True)
     # What the official image adds on top of a minbase debootstrap (debuerreotype's tweaks).
     os.remove(os.path.join(tmp, "etc/apt/sources.list"))
+    # The official images' Signed-By: .gpg on bookworm, .pgp on trixie (its keyring ships both).
+    keyext = "gpg" if suite == "bookworm" else "pgp"
     with open(os.path.join(tmp, "etc/apt/sources.list.d/debian.sources"), "w") as f:
-        f.write(DEBIAN_SOURCES)
+        f.write(DEBIAN_SOURCES.format(suite=suite, keyext=keyext))
     with open(os.path.join(tmp, "usr/sbin/policy-rc.d"), "w") as f:
         f.write("#!/bin/sh\nexit 101\n")
     os.chmod(os.path.join(tmp, "usr/sbin/policy-rc.d"), 0o755)
@@ -326,6 +333,7 @@ def base_tarball(image, work, mirror):
                 'Dir::Cache::pkgcache ""; Dir::Cache::srcpkgcache "";\n')
     with open(os.path.join(tmp, "etc/apt/apt.conf.d/docker-no-languages"), "w") as f:
         f.write('Acquire::Languages "none";\n')
+    os.chmod(tmp, 0o755)  # the image's / (mkdtemp made it 0700: apt's _apt sandbox could not read its cache)
     shutil.rmtree(os.path.join(tmp, "var/lib/apt/lists"), ignore_errors=True)
     os.makedirs(os.path.join(tmp, "var/lib/apt/lists/partial"), exist_ok=True)
     subprocess.run(["tar", "--numeric-owner", "--xattrs", "-C", tmp, "-cf", path + ".part", "."], check=True)

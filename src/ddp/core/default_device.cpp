@@ -2,7 +2,7 @@
 #include <ddp/errors.h>
 #include <ddp/init.h>
 
-#include <ATen/Context.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
 
 #include <cstdlib>
@@ -17,7 +17,9 @@ int visible_cuda_devices() { return static_cast<int>(torch::cuda::device_count()
 }  // namespace
 
 std::string cpu_fallback_reason() {
-  if (!at::hasCUDA()) return "LibTorch built without CUDA";
+  // A CUDA LibTorch registers its CUDA device guard when libtorch_cuda loads, device or not;
+  // at::hasCUDA() is false there too without a device, so it cannot tell the two apart.
+  if (!c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA)) return "LibTorch built without CUDA";
   if (visible_cuda_devices() == 0) {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
     return std::string("no CUDA device visible") +
