@@ -15,7 +15,7 @@ CACHE=${DDP_TRIXIE_CACHE:-/var/cache/ddp}
 (($# == 1)) || { echo "usage: in-trixie.sh 'COMMAND'" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "in-trixie: needs root (chroot, mounts)" >&2; exit 2; }
 ROOT=$(bash scripts/trixie-root.sh)
-mkdir -p "$CACHE/ccache-trixie" "$ROOT$REPO" "$ROOT/root/.cache/ccache"
+mkdir -p "$CACHE/ccache-trixie" "$ROOT/root/.cache/ccache"
 cp /etc/hosts "$ROOT/etc/hosts"
 
 exec unshare --mount --propagation private bash -s "$ROOT" "$REPO" "$CACHE" "$1" <<'INNER'
@@ -29,6 +29,8 @@ mount --rbind /dev "$ROOT/dev"
 mount --rbind /sys "$ROOT/sys"
 mount -t tmpfs tmpfs "$ROOT/tmp"
 mount -t tmpfs tmpfs "$ROOT/run"
+# Made after the tmpfs mounts: a clone under /tmp (a CI checkout) would be hidden by the root's /tmp.
+mkdir -p "$ROOT$REPO"
 mount --bind "$REPO" "$ROOT$REPO"
 mount --bind "$CACHE/ccache-trixie" "$ROOT/root/.cache/ccache"
 # kubectl is no Debian package (the k8s tests render kustomizations with it when present): the
