@@ -10,7 +10,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${TRIXIE_BUILD_DIR:-build-trixie}
-ROOT=$(bash scripts/trixie-root.sh)
-echo "== LibTorch 2.6 suite in $ROOT ($(chroot "$ROOT" dpkg-query -W -f='${Version}' libtorch-dev))"
-exec bash scripts/in-trixie.sh "BUILD_DIR=$(printf %q "$BUILD") bash scripts/build.sh
+exec bash scripts/in-trixie.sh "echo \"== LibTorch 2.6 suite (libtorch-dev \$(dpkg-query -W -f='\${Version}' libtorch-dev))\"
+  BUILD_DIR=$(printf %q "$BUILD") bash scripts/build.sh
   cd $(printf %q "$BUILD") && ctest --output-on-failure --timeout 900 -j \"\$DDP_TEST_JOBS\" $(printf '%q ' "$@")"
