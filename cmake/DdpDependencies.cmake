@@ -4,6 +4,8 @@
 find_package(Torch REQUIRED)
 message(STATUS "ddp: LibTorch ${Torch_VERSION} from ${Torch_DIR}")
 find_package(Threads REQUIRED)
+# zlib: gzip-compressed dataset files (Debian ships Fashion-MNIST as *.gz). LibTorch needs it anyway.
+find_package(ZLIB REQUIRED)
 
 # Gloo: Debian's libgloo-dev installs GlooConfig.cmake under /usr/share/cmake and the library that
 # Debian's libtorch links (libgloo.so.0), so one process holds one copy of Gloo.

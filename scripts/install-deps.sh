@@ -1,14 +1,29 @@
 #!/usr/bin/env bash
-# Installs what building and testing ddp needs on Debian 12 (bookworm), as root. Idempotent: skips
-# apt entirely when every package is already there.
+# Installs what ddp needs on Debian 12 (bookworm), as root. Idempotent: skips apt entirely when
+# every package is already there.
+#   scripts/install-deps.sh          everything: build, tests, benchmarks (the README's test command)
+#   scripts/install-deps.sh --demo   only what scripts/run-demo.sh builds and runs
 set -euo pipefail
-PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config git
-  libtorch-dev libgloo-dev libcxxopts-dev libgtest-dev libopencv-dev
+# The demo: compiler and build tools, LibTorch + Gloo + cxxopts + zlib, an optimized BLAS, and real
+# images (Fashion-MNIST, 30 MB) for train_cifar10.
+DEMO_PACKAGES=(
+  build-essential cmake ninja-build ccache
+  libtorch-dev libgloo-dev libcxxopts-dev zlib1g-dev
+  libopenblas0-openmp
+  dataset-fashion-mnist
+)
+# The tests and benchmarks add: GoogleTest, OpenCV (RANZCR), Python's torch as the oracle, the
+# rehearsal's network namespaces, and debootstrap for the LibTorch 2.6 suite's Debian 13 root.
+TEST_PACKAGES=(
+  pkg-config git
+  libgtest-dev libopencv-dev
   python3 python3-torch python3-torchvision python3-numpy python3-sklearn python3-yaml python3-jsonschema
   iproute2 procps
-  debootstrap  # the LibTorch 2.6 suite's Debian 13 root (scripts/trixie-root.sh)
+  debootstrap
 )
+PACKAGES=("${DEMO_PACKAGES[@]}")
+[[ ${1:-} == --demo ]] || PACKAGES+=("${TEST_PACKAGES[@]}")
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -19,3 +34,4 @@ if ((${#missing[@]})); then
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+bash "$(dirname "$0")/select-blas.sh"

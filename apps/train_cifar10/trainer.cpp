@@ -9,6 +9,7 @@
 //   stop_       the stop vote (SIGTERM on any rank), polled after every optimizer step
 #include "trainer.h"
 
+#include "trainer/blas.h"
 #include "trainer/thread_budget.h"
 
 #include <ddp/checkpoint.h>
@@ -245,11 +246,16 @@ int run_training(const TrainOptions& o) {
   const ddp::WorldInfo& world = ddp::world();
 
   const int threads = ddp::trainer::intra_op_threads(o.threads, world);
-  at::set_num_threads(threads);
+  ddp::trainer::set_intra_op_threads(threads);
   if (pg->rank() == 0) {
+    const ddp::trainer::BlasInfo blas = ddp::trainer::blas_in_use();
     DDP_LOG(INFO) << "train_cifar10: " << world.describe() << ", backend " << pg->backend_name() << ", device "
-                  << choice.device.str() << " (" << choice.why << "), " << threads << " intra-op threads, model " << o.model
-                  << ", batch " << o.batch_size << " per rank, " << o.epochs << " epochs";
+                  << choice.device.str() << " (" << choice.why << "), " << threads << " intra-op threads, BLAS "
+                  << blas.describe() << ", model " << o.model << ", batch " << o.batch_size << " per rank, " << o.epochs
+                  << " epochs";
+    if (blas.slow) {
+      DDP_LOG(WARN) << ddp::trainer::kSlowBlasAdvice;
+    }
   }
 
   ddp::data::Cifar10Data data = ddp::data::load_cifar10(o.data_dir);

@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include "trainer/blas.h"
 #include "trainer/thread_budget.h"
 
 #include <ddp/errors.h>
@@ -39,10 +40,14 @@ Session start_session(const Options& o) {
   init.device = s.device;
   s.pg = ddp::init_process_group(init);
   s.threads = ddp::trainer::intra_op_threads(o.threads, ddp::world());
-  at::set_num_threads(s.threads);
+  ddp::trainer::set_intra_op_threads(s.threads);
+  const ddp::trainer::BlasInfo blas = ddp::trainer::blas_in_use();
   DDP_LOG(INFO) << "train_ranzcr rank " << s.pg->rank() << "/" << s.pg->size() << " on " << s.device.str()
-                << ", backend " << s.pg->backend_name() << ", " << s.threads << " compute threads, "
-                << o.workers << " loader threads" << (s.amp ? ", bf16 autocast" : "");
+                << ", backend " << s.pg->backend_name() << ", " << s.threads << " compute threads, BLAS "
+                << blas.describe() << ", " << o.workers << " loader threads" << (s.amp ? ", bf16 autocast" : "");
+  if (blas.slow && s.pg->rank() == 0) {
+    DDP_LOG(WARN) << ddp::trainer::kSlowBlasAdvice;
+  }
   return s;
 }
 

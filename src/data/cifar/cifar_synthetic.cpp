@@ -2,18 +2,12 @@
 
 #include <ddp/errors.h>
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 
 #include "data/cifar/cifar_files.h"
-#include "data/cifar/pickle_writer.h"
+#include "data/cifar/cifar_layout_writer.h"
 #include "data/common/counter_rng.h"
-#include "data/common/file_bytes.h"
 
 namespace ddp::data {
 namespace {
@@ -47,54 +41,6 @@ void make_image(CounterRng& rng, int label, float signal, float noise, uint8_t* 
   }
 }
 
-void make_dirs(const std::string& path) {
-  std::string partial;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    partial = path.substr(0, pos);
-    if (partial.empty()) continue;
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-      throw DataError(partial + ": cannot create directory (" + std::strerror(errno) + ")");
-  }
-  if (!is_directory(path)) throw DataError(path + ": not a directory");
-}
-
-void write_file(const std::string& path, const void* data, size_t size) {
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw DataError(path + ": cannot write (" + std::strerror(errno) + ")");
-  size_t written = size ? std::fwrite(data, 1, size, f) : 0;
-  bool ok = written == size && std::fclose(f) == 0;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw DataError(path + ": write failed");
-  }
-}
-void write_file(const std::string& path, const std::string& bytes) { write_file(path, bytes.data(), bytes.size()); }
-
-std::string binary_records(const SyntheticSplit& s, int64_t begin, int64_t n) {
-  std::string out(static_cast<size_t>(n) * kCifarRecordBytes, '\0');
-  for (int64_t i = 0; i < n; ++i) {
-    out[i * kCifarRecordBytes] = static_cast<char>(s.labels[begin + i]);
-    std::memcpy(&out[i * kCifarRecordBytes + 1], s.pixels.data() + (begin + i) * kCifarImageBytes, kCifarImageBytes);
-  }
-  return out;
-}
-
-std::string python_batch(const SyntheticSplit& s, int64_t begin, int64_t n, const std::string& label,
-                         const std::string& name_prefix) {
-  std::vector<uint8_t> labels(s.labels.begin() + begin, s.labels.begin() + begin + n);
-  std::vector<std::string> names;
-  names.reserve(n);
-  for (int64_t i = 0; i < n; ++i) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s_%06lld.png", name_prefix.c_str(), static_cast<long long>(begin + i));
-    names.emplace_back(buf);
-  }
-  return cifar_batch_pickle(label, s.pixels.data() + begin * kCifarImageBytes, n, labels, names);
-}
-
 }  // namespace
 
 const std::vector<std::string>& cifar10_class_names() {
@@ -103,8 +49,8 @@ const std::vector<std::string>& cifar10_class_names() {
   return names;
 }
 
-SyntheticSplit generate_synthetic_split(uint64_t seed, int split, int64_t n, double signal, double noise) {
-  SyntheticSplit s;
+CifarRecords generate_synthetic_split(uint64_t seed, int split, int64_t n, double signal, double noise) {
+  CifarRecords s;
   s.count = n;
   s.pixels.resize(static_cast<size_t>(n) * kCifarImageBytes);
   s.labels.resize(static_cast<size_t>(n));
@@ -129,31 +75,18 @@ void write_synthetic_cifar10(const SyntheticCifarOptions& o) {
   if (!(o.signal() >= 0 && o.signal() <= 1)) throw ConfigError("synthetic CIFAR-10: --signal " + std::to_string(o.signal()) + " must be in [0, 1]");
   if (!(o.noise() >= 0 && o.noise() <= 255)) throw ConfigError("synthetic CIFAR-10: --noise " + std::to_string(o.noise()) + " must be in [0, 255]");
 
-  const SyntheticSplit train = generate_synthetic_split(o.seed(), 0, o.train(), o.signal(), o.noise());
-  const SyntheticSplit test = generate_synthetic_split(o.seed(), 1, o.test(), o.signal(), o.noise());
-  const int64_t per_file = o.train() / 5;
-  const auto& names = cifar10_class_names();
-
-  if (o.write_binary()) {
-    const std::string dir = join_path(o.out_dir(), "cifar-10-batches-bin");
-    make_dirs(dir);
-    for (int b = 0; b < 5; ++b)
-      write_file(join_path(dir, "data_batch_" + std::to_string(b + 1) + ".bin"), binary_records(train, b * per_file, per_file));
-    write_file(join_path(dir, "test_batch.bin"), binary_records(test, 0, o.test()));
-    std::string meta;
-    for (auto& n : names) meta += n + "\n";
-    write_file(join_path(dir, "batches.meta.txt"), meta);
-  }
-  if (o.write_python()) {
-    const std::string dir = join_path(o.out_dir(), "cifar-10-batches-py");
-    make_dirs(dir);
-    for (int b = 0; b < 5; ++b) {
-      std::string label = "training batch " + std::to_string(b + 1) + " of 5";
-      write_file(join_path(dir, "data_batch_" + std::to_string(b + 1)), python_batch(train, b * per_file, per_file, label, "synthetic_train"));
-    }
-    write_file(join_path(dir, "test_batch"), python_batch(test, 0, o.test(), "testing batch 1 of 1", "synthetic_test"));
-    write_file(join_path(dir, "batches.meta"), cifar_meta_pickle(per_file, names));
-  }
+  const CifarRecords train = generate_synthetic_split(o.seed(), 0, o.train(), o.signal(), o.noise());
+  const CifarRecords test = generate_synthetic_split(o.seed(), 1, o.test(), o.signal(), o.noise());
+  CifarLayoutFiles files;
+  files.out_dir = o.out_dir();
+  files.train = &train;
+  files.test = &test;
+  files.class_names = cifar10_class_names();
+  files.train_name_prefix = "synthetic_train";
+  files.test_name_prefix = "synthetic_test";
+  files.binary = o.write_binary();
+  files.python = o.write_python();
+  write_cifar10_layout(files);
 }
 
 }  // namespace ddp::data

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "data/cifar/cifar_layout_writer.h"
+
 namespace ddp::data {
 
 struct SyntheticCifarOptions {
@@ -36,15 +38,8 @@ struct SyntheticCifarOptions {
 #undef DDP_SYN_OPTION
 };
 
-/// One generated split: n images [n][3][32][32] and their labels.
-struct SyntheticSplit {
-  int64_t count = 0;
-  std::vector<uint8_t> pixels;
-  std::vector<uint8_t> labels;
-};
-
 /// The images of a split (0 = train, 1 = test), a pure function of its arguments.
-SyntheticSplit generate_synthetic_split(uint64_t seed, int split, int64_t n, double signal = 1.0, double noise = 25.0);
+CifarRecords generate_synthetic_split(uint64_t seed, int split, int64_t n, double signal = 1.0, double noise = 25.0);
 
 /// Writes the requested layouts under out_dir (created if missing). ConfigError on bad options,
 /// DataError when a file cannot be written.
