@@ -4,6 +4,8 @@
 find_package(Torch REQUIRED)
 message(STATUS "ddp: LibTorch ${Torch_VERSION} from ${Torch_DIR}")
 find_package(Threads REQUIRED)
+# cxxopts (Debian: libcxxopts-dev): the binaries' flags, and the header-only ddp/checkpoint_flags.h.
+find_package(cxxopts CONFIG REQUIRED)
 # zlib: gzip-compressed dataset files (Debian ships Fashion-MNIST as *.gz). LibTorch needs it anyway.
 find_package(ZLIB REQUIRED)
 

@@ -1,5 +1,4 @@
 # Install rules and the exported CMake package: find_package(ddp) + target_link_libraries(x ddp::ddp).
-include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 install(TARGETS ddp EXPORT ddpTargets

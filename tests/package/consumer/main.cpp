@@ -1,5 +1,6 @@
 // A user's trainer built against the installed ddp: a one-process group (no environment set),
 // DistributedDataParallel around a module, a DistributedSampler and one optimizer step.
+#include <ddp/checkpoint_flags.h>  // header-only, brings cxxopts: the package must find it
 #include <ddp/ddp.h>
 #include <torch/torch.h>
 
@@ -26,6 +27,8 @@ int main() {
     std::vector<at::Tensor> t = {torch::full({4}, 3.0f)};
     pg->allreduce(t)->wait();
     if (pg->size() != 1 || t[0].sum().item<float>() != 12.0f) throw std::runtime_error("allreduce result");
+    cxxopts::Options cli("consumer");
+    ddp::CheckpointFlags::add_to(cli);
     std::cout << "consumer ok: " << ddp::world().describe() << "\n";
     return 0;
   } catch (const std::exception& e) {
