@@ -13,13 +13,15 @@ DEMO_PACKAGES=(
   dataset-fashion-mnist
 )
 # The tests and benchmarks add: GoogleTest, OpenCV (RANZCR), Python's torch as the oracle, the
-# rehearsal's network namespaces, and debootstrap for the LibTorch 2.6 suite's Debian 13 root.
+# rehearsal's network namespaces, debootstrap for the LibTorch 2.6 suite's Debian 13 root, and clang
+# for the fuzz targets.
 TEST_PACKAGES=(
   pkg-config git
   libgtest-dev libopencv-dev
   python3 python3-torch python3-torchvision python3-numpy python3-sklearn python3-yaml python3-jsonschema
   iproute2 procps
   debootstrap
+  clang libclang-rt-14-dev  # libFuzzer + sanitizers (scripts/fuzz.sh)
 )
 PACKAGES=("${DEMO_PACKAGES[@]}")
 [[ ${1:-} == --demo ]] || PACKAGES+=("${TEST_PACKAGES[@]}")
