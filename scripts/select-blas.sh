@@ -9,9 +9,11 @@
 # per core, so ranks that share a node oversubscribe the CPUs (and 'auto' mode prefers it, priority
 # 100 vs 95, when both are installed). A BLAS the user chose by hand (MKL, BLIS) is left alone.
 set -euo pipefail
-arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
-want=/usr/lib/$arch/openblas-openmp
-[[ -e $want/libblas.so.3 ]] || { echo "select-blas: $want not installed (apt-get install libopenblas0-openmp)" >&2; exit 1; }
+# The multiarch folder (x86_64-linux-gnu, aarch64-linux-gnu) from where the package put the library,
+# so this also runs in a runtime image without dpkg-dev or a compiler.
+want=$(dirname "$(ls /usr/lib/*/openblas-openmp/libblas.so.3 2>/dev/null | head -n 1)")
+[[ $want != . ]] || { echo "select-blas: OpenBLAS (openmp) not installed (apt-get install libopenblas0-openmp)" >&2; exit 1; }
+arch=$(basename "$(dirname "$want")")
 # libopenblas.so.0 too: the variant's libblas.so.3 loads it through $ORIGIN, which is the alternatives
 # folder, so a stale libopenblas.so.0 alternative would run another variant's engine behind it.
 for lib in libblas.so.3 liblapack.so.3 libopenblas.so.0; do

@@ -17,7 +17,8 @@ CACHE=${DDP_TRIXIE_CACHE:-/var/cache/ddp}
 # What building and testing ddp needs (Debian 12's list in install-deps.sh, with trixie's names).
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
-  libtorch-dev libgloo-dev libcxxopts-dev libgtest-dev libopencv-dev libopenblas0-openmp
+  libtorch-dev libgloo-dev libcxxopts-dev libgtest-dev libopencv-dev libopenblas0-openmp zlib1g-dev
+  dataset-fashion-mnist
   python3 python3-torch python3-torchvision python3-numpy python3-sklearn python3-yaml python3-jsonschema
   iproute2 procps util-linux
 )
