@@ -26,7 +26,9 @@ int main() {
     std::vector<at::Tensor> t = {torch::full({4}, 3.0f)};
     pg->allreduce(t)->wait();
     if (pg->size() != 1 || t[0].sum().item<float>() != 12.0f) throw std::runtime_error("allreduce result");
-    std::cout << "consumer ok: " << ddp::world().describe() << "\n";
+    // The installed ddp/version.h and the installed libddp agree.
+    if (std::string(ddp::version()) != DDP_VERSION_STRING) throw std::runtime_error("libddp/header version mismatch");
+    std::cout << "consumer ok: ddp " << ddp::version() << ", " << ddp::world().describe() << "\n";
     return 0;
   } catch (const std::exception& e) {
     return ddp::report_and_exit_code(e);
