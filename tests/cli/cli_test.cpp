@@ -31,6 +31,12 @@ std::vector<Program> built_programs() {
 #ifdef DDP_CLI_TRAIN_RANZCR
   p.push_back({"train_ranzcr", DDP_CLI_TRAIN_RANZCR, true});
 #endif
+#ifdef DDP_CLI_MAKE_CIFAR10_SYNTHETIC
+  p.push_back({"make_cifar10_synthetic", DDP_CLI_MAKE_CIFAR10_SYNTHETIC, false});
+#endif
+#ifdef DDP_CLI_MAKE_RANZCR_SYNTHETIC
+  p.push_back({"make_ranzcr_synthetic", DDP_CLI_MAKE_RANZCR_SYNTHETIC, false});
+#endif
   return p;
 }
 
