@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "ddp/core/env_parse.h"
+#include "ddp/core/version_banner.h"
 #include "ddp/launcher/agent.h"
 #include "ddp/launcher/launch_config.h"
 
@@ -15,6 +16,10 @@ int main(int argc, char** argv) {
     auto config = ddp::launcher::parse_launch_args(std::vector<std::string>(argv, argv + argc), env);
     if (config.help) {
       std::cout << ddp::launcher::launch_usage();
+      return 0;
+    }
+    if (config.version) {
+      std::cout << ddp::detail::version_banner("ddprun") << std::endl;
       return 0;
     }
     return ddp::launcher::run_launcher(config, env);

@@ -9,7 +9,7 @@
 int main(int argc, char** argv) {
   try {
     auto options = train_cifar10::parse_train_options(argc, argv, train_cifar10::process_environment());
-    if (!options) return 0;  // --help
+    if (!options) return 0;  // --help or --version
     ddp::install_stop_handlers();  // SIGTERM: finish the step, checkpoint, exit 143
     return train_cifar10::run_training(*options);
   } catch (const std::exception& e) {

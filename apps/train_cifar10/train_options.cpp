@@ -6,6 +6,9 @@
 
 #include <iostream>
 
+#include "ddp/core/help_epilogue.h"
+#include "ddp/core/version_banner.h"
+
 extern char** environ;
 
 namespace train_cifar10 {
@@ -72,6 +75,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, const std
       ("device", "auto (cuda:LOCAL_RANK when usable, else cpu), cpu or cuda", cxxopts::value<std::string>()->default_value("auto"))
       ("threads", "intra-op threads per rank (0: $OMP_NUM_THREADS if set, else cores / ranks on this node)", cxxopts::value<std::string>()->default_value("0"))
       ("progress", "auto (a bar on a terminal, plain lines otherwise), bar or plain", cxxopts::value<std::string>()->default_value("auto"))
+      ("version", "print the version and exit")
       ("h,help", "show this help");
   ddp::CheckpointFlags::add_to(cli);
 
@@ -82,7 +86,12 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, const std
     throw ddp::ConfigError(std::string("train_cifar10: ") + e.what());
   }
   if (args.count("help")) {
-    std::cout << cli.help({"Data", "Training", "Runtime", "Checkpoints"}) << std::endl;
+    std::cout << cli.help({"Data", "Training", "Runtime", "Checkpoints"}) << "\n"
+              << ddp::detail::help_epilogue(ddp::detail::HelpFor::kTrainer) << std::flush;
+    return std::nullopt;
+  }
+  if (args.count("version")) {
+    std::cout << ddp::detail::version_banner("train_cifar10") << std::endl;
     return std::nullopt;
   }
   if (!args.unmatched().empty()) throw ddp::ConfigError("train_cifar10: unexpected argument '" + args.unmatched()[0] + "'");

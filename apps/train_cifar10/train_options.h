@@ -2,7 +2,7 @@
 // train_cifar10's flags, read with cxxopts and validated; every bad value is a ddp::ConfigError
 // naming the flag (exit 2).
 //
-//   TrainOptions o = parse_train_options(argc, argv, environment);   // nullopt: --help was printed
+//   TrainOptions o = parse_train_options(argc, argv, environment);   // nullopt: --help or --version was printed
 
 #include <ddp/checkpoint_flags.h>
 
@@ -44,7 +44,7 @@ struct TrainOptions {
 };
 
 /// Parses argv. `env` supplies the SM_* defaults (the process environment in main()).
-/// Returns nullopt after printing --help.
+/// Returns nullopt after printing --help (with the environment variables and exit codes) or --version.
 std::optional<TrainOptions> parse_train_options(int argc, char** argv, const std::map<std::string, std::string>& env);
 
 /// The process environment as a map.

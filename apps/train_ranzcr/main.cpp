@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
     std::string usage;
     train_ranzcr::Options options = train_ranzcr::parse_options(argc, argv, &help, &usage);
     if (help) {
-      std::cout << usage << std::endl;
+      std::cout << usage << std::flush;
       return 0;
     }
     ddp::install_stop_handlers();

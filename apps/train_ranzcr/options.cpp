@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <set>
 
+#include "ddp/core/help_epilogue.h"
+#include "ddp/core/version_banner.h"
+
 namespace train_ranzcr {
 namespace {
 
@@ -76,7 +79,7 @@ Options parse_options(int argc, char** argv, bool* help, std::string* usage) {
       ("weights", "state_dict to predict with (default: newest checkpoint in --checkpoint-dir, else MODEL_DIR/model.pt)",
        cxxopts::value<std::string>()->default_value(""));
   ddp::CheckpointFlags::add_to(cli);
-  cli.add_options()("h,help", "this help");
+  cli.add_options()("version", "print the version and exit")("h,help", "this help");
 
   cxxopts::ParseResult r;
   try {
@@ -85,8 +88,11 @@ Options parse_options(int argc, char** argv, bool* help, std::string* usage) {
     throw ddp::ConfigError(std::string("train_ranzcr: ") + e.what() + " (see --help)");
   }
   if (!r.unmatched().empty()) throw ddp::ConfigError("train_ranzcr: unexpected argument '" + r.unmatched()[0] + "'");
-  *help = r.count("help") > 0;
-  *usage = cli.help();
+  *help = r.count("help") > 0 || r.count("version") > 0;
+  if (r.count("help"))
+    *usage = cli.help() + "\n" + ddp::detail::help_epilogue(ddp::detail::HelpFor::kTrainer);
+  else if (r.count("version"))
+    *usage = ddp::detail::version_banner("train_ranzcr") + "\n";
   Options o;
   if (*help) return o;
 

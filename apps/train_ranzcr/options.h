@@ -56,8 +56,9 @@ struct Options {
   std::string weights;            ///< state_dict file; else the newest checkpoint, else <model_dir>/model.pt
 };
 
-/// Parses and validates argv. ConfigError naming the flag and value. `help` is set (and the
-/// usage text returned in `usage`) for --help.
+/// Parses and validates argv. ConfigError naming the flag and value. For --help and --version,
+/// `help` is set and `usage` holds the text to print before exiting 0 (the usage with the
+/// environment variables and exit codes, or the version line).
 Options parse_options(int argc, char** argv, bool* help, std::string* usage);
 
 }  // namespace train_ranzcr

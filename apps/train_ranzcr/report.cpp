@@ -1,5 +1,7 @@
 #include "report.h"
 
+#include <ddp/logging.h>
+
 #include <cstdio>
 #include <sstream>
 
@@ -20,9 +22,12 @@ void Reporter::train_point(const StepPoint& p) {
                   p.images_per_sec);
     progress_.redraw(text);
   } else {
-    std::fprintf(stderr, "Train Epoch: %lld [%lld/%lld (%.0f%%)] Loss: %.6f (%.1f images/s)\n",
-                 static_cast<long long>(p.epoch), static_cast<long long>(p.step_in_epoch),
-                 static_cast<long long>(p.steps_in_epoch), 100.0 * done, p.loss, p.images_per_sec);
+    // Through the logger, as train_cifar10's: timestamped and ranked like every other line.
+    char line[256];
+    std::snprintf(line, sizeof line, "Train Epoch: %lld [%lld/%lld (%.0f%%)] Loss: %.6f (%.1f images/s)",
+                  static_cast<long long>(p.epoch), static_cast<long long>(p.step_in_epoch),
+                  static_cast<long long>(p.steps_in_epoch), 100.0 * done, p.loss, p.images_per_sec);
+    DDP_LOG(INFO) << line;
   }
   if (metrics_.enabled()) {
     std::ostringstream j;
@@ -55,8 +60,7 @@ void Reporter::epoch_end(const EpochMetrics& m) {
   if (!m.single_class_columns.empty()) {
     std::string names;
     for (const auto& c : m.single_class_columns) names += (names.empty() ? "" : ", ") + c;
-    std::fprintf(stderr, "note: ROC AUC undefined (one class in the validation set), left out of the mean: %s\n",
-                 names.c_str());
+    DDP_LOG(WARN) << "ROC AUC undefined (one class in the validation set), left out of the mean: " << names;
   }
   if (!metrics_.enabled()) return;
   std::ostringstream j;

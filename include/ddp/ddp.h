@@ -17,4 +17,5 @@
 #include <ddp/process_group_nccl.h>
 #include <ddp/signals.h>
 #include <ddp/store.h>
+#include <ddp/version.h>
 #include <ddp/world_info.h>

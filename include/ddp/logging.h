@@ -1,7 +1,7 @@
 #pragma once
 // Minimal leveled logging to stderr, switched by DDP_LOG_LEVEL=debug|info|warn|error|off
-// (default info). Lines carry a timestamp and, once known, the rank:
-//   2026-11-29T17:40:01Z [ddp rank 1] INFO  process group gloo ready (world 4)
+// (default info). Lines carry a UTC timestamp with milliseconds and, once known, the rank:
+//   2026-11-29T17:40:01.123Z [ddp rank 1] INFO  process group gloo ready (world 4)
 //
 //   DDP_LOG(INFO) << "joined store at " << host << ":" << port;
 

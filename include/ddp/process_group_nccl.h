@@ -12,8 +12,12 @@
 //  - Work::wait() makes the caller's current stream wait for the collective and returns at once
 //    (the CPU does not block; kernels queued afterwards see the result). Reading a result on the CPU
 //    (tensor.cpu(), .item()) synchronizes as usual. NcclOptions::blocking_wait (or
-//    DDP_NCCL_BLOCKING_WAIT=1) makes wait() block the CPU too; barrier()->wait() always does;
+//    DDP_NCCL_BLOCKING_WAIT=1; c10d's TORCH_NCCL_BLOCKING_WAIT / NCCL_BLOCKING_WAIT are read too)
+//    makes wait() block the CPU too; barrier()->wait() always does;
 //  - wait(timeout) blocks the CPU until done or throws TimeoutError after `timeout`;
+//  - an op keeps its tensors alive until it finished and (LibTorch 2.x) records them on the group's
+//    stream with the caching allocator; DDP_NCCL_RECORD_STREAMS=0, or c10d's
+//    TORCH_NCCL_AVOID_RECORD_STREAMS=1 (the inverse sense), turns the recording off;
 //  - a watchdog thread aborts the communicator when an operation exceeds its timeout or NCCL reports
 //    an asynchronous error; the operation's wait() then throws TimeoutError / PeerError naming the
 //    op, its sequence number and the rank, and every later call says the group is unusable.
@@ -35,7 +39,8 @@ struct NcclOptions {
   /// communicator's creation.
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
   /// Work::wait() blocks the CPU until the operation finished (bounded by its timeout) instead of
-  /// only ordering the caller's stream after it. DDP_NCCL_BLOCKING_WAIT=1 sets it too.
+  /// only ordering the caller's stream after it. The environment overrides it when set:
+  /// DDP_NCCL_BLOCKING_WAIT, else c10d's TORCH_NCCL_BLOCKING_WAIT, else NCCL_BLOCKING_WAIT (1 or 0).
   bool blocking_wait = false;
 };
 

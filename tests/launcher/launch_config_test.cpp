@@ -124,6 +124,7 @@ TEST(LaunchConfig, StandaloneAndDefaults) {
   EXPECT_EQ(e.master_port, 4000);
   EXPECT_EQ(e.run_id, "r1");
   EXPECT_TRUE(parse({"-h"}).help);
+  EXPECT_TRUE(parse({"--version"}).version);
 }
 
 TEST(LaunchConfig, LogDirTeeAndRedirects) {

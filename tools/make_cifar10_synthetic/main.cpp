@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "data/cifar/cifar_synthetic.h"
+#include "ddp/core/version_banner.h"
 
 int main(int argc, char** argv) {
   try {
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
         ("layout", "bin, py or both", cxxopts::value<std::string>()->default_value("both"))
         ("signal", "class signal strength in [0, 1] (1: easy; 0.15: harder)", cxxopts::value<double>()->default_value("1"))
         ("noise", "per-pixel noise standard deviation (0-255 scale)", cxxopts::value<double>()->default_value("25"))
+        ("version", "print the version and exit")
         ("h,help", "show this help");
     cxxopts::ParseResult args;
     try {
@@ -31,6 +33,10 @@ int main(int argc, char** argv) {
     }
     if (args.count("help")) {
       std::cout << cli.help() << std::endl;
+      return 0;
+    }
+    if (args.count("version")) {
+      std::cout << ddp::detail::version_banner("make_cifar10_synthetic") << std::endl;
       return 0;
     }
     if (!args.unmatched().empty()) throw ddp::ConfigError("make_cifar10_synthetic: unexpected argument '" + args.unmatched()[0] + "'");

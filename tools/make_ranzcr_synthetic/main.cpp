@@ -3,6 +3,7 @@
 //
 //   make_ranzcr_synthetic --out /data/ranzcr-synth --n 2000 --n-test 200 --size 512 --seed 1
 #include "data/ranzcr/synthetic.h"
+#include "ddp/core/version_banner.h"
 
 #include <ddp/errors.h>
 
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
         ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("0"))
         ("quality", "JPEG quality", cxxopts::value<int>()->default_value("90"))
         ("threads", "encoding threads (0: all cores)", cxxopts::value<int>()->default_value("0"))
+        ("version", "print the version and exit")
         ("h,help", "this help");
     // cxxopts wants long names of two letters or more: spell --n as --images.
     std::vector<std::string> words(argv, argv + argc);
@@ -43,6 +45,10 @@ int main(int argc, char** argv) {
     }
     if (args.count("help")) {
       std::cout << cli.help() << std::endl;
+      return 0;
+    }
+    if (args.count("version")) {
+      std::cout << ddp::detail::version_banner("make_ranzcr_synthetic") << std::endl;
       return 0;
     }
     if (!args.count("out")) throw ddp::ConfigError("make_ranzcr_synthetic: --out is required");

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -62,11 +63,15 @@ void set_log_rank(int rank) { g_rank = rank; }
 bool log_enabled(LogLevel level) { return level != LogLevel::kOff && level >= log_level(); }
 
 void log_line(LogLevel level, const std::string& message) {
-  char ts[32];
-  std::time_t now = std::time(nullptr);
+  // Milliseconds: lines from several ranks and threads are ordered by merging logs, and one second
+  // holds many steps of a small model.
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
   std::tm tm{};
-  gmtime_r(&now, &tm);
-  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  gmtime_r(&now.tv_sec, &tm);
+  char ts[40];
+  size_t len = std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(ts + len, sizeof ts - len, ".%03dZ", static_cast<int>(now.tv_nsec / 1000000));
   std::string line = ts;
   int rank = g_rank.load();
   line += rank >= 0 ? " [ddp rank " + std::to_string(rank) + "] " : " [ddp] ";

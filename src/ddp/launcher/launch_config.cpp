@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ddp/core/env_parse.h"
+#include "ddp/core/help_epilogue.h"
 #include "ddp/launcher/nproc.h"
 
 namespace ddp::launcher {
@@ -212,6 +213,10 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
       c.help = true;
       return c;
     }
+    if (arg == "--version") {
+      c.version = true;
+      return c;
+    }
     if (arg == "-m" || arg == "--module")
       throw ConfigError(arg + ": ddprun runs programs, not python modules");
     std::string name, value;
@@ -366,7 +371,9 @@ std::string launch_usage() {
     std::string left = std::string("  --") + f.name + (f.kind == Kind::kBool ? "" : " V");
     s << left << std::string(left.size() < 24 ? 24 - left.size() : 1, ' ') << f.help << "\n";
   }
-  s << "  -h, --help              this text\n";
+  s << "  --version               print ddprun's version and exit\n"
+       "  -h, --help              this text\n\n"
+    << detail::help_epilogue(detail::HelpFor::kLauncher);
   return s.str();
 }
 

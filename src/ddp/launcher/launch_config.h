@@ -34,7 +34,8 @@ class StreamSpec {
 };
 
 struct LaunchConfig {
-  bool help = false;  ///< -h / --help: print launch_usage() and exit 0
+  bool help = false;     ///< -h / --help: print launch_usage() and exit 0
+  bool version = false;  ///< --version: print the version line and exit 0
   int nproc_per_node = 1;
   std::string nproc_reason;  ///< how nproc was chosen ("--nproc-per-node", "auto: 2 GPUs", ...)
   int nnodes = 1;
@@ -66,7 +67,7 @@ struct LaunchConfig {
 /// Parses argv (argv[0] is ddprun itself) with `env` for PET_* and friends.
 LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env);
 
-/// The usage text (--help).
+/// The usage text (--help), ending with the environment variables ddprun reads and its exit codes.
 std::string launch_usage();
 
 /// Finds `program` the way execvp would (a name without '/' is looked up in PATH). ConfigError when

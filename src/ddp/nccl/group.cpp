@@ -3,6 +3,8 @@
 #include <ddp/errors.h>
 #include <ddp/logging.h>
 
+#include "ddp/core/nccl_settings.h"
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +51,8 @@ FailureKind kind_of(const std::exception& e) {
 NcclProcessGroup::NcclProcessGroup(const std::shared_ptr<Store>& store, int rank, int size, int device,
                                    NcclOptions options)
     : ProcessGroup(rank, size, options.timeout), device_(device), options_(options) {
+  // Read before anything is created, so a bad value fails fast.
+  const bool record_streams = detail::nccl_record_streams_from_env(detail::process_env());
   // The device stays current for this thread: NCCL, PyTorch's current stream and later tensor
   // allocations all refer to it (as torchrun scripts do with torch.cuda.set_device(LOCAL_RANK)).
   check_cuda(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
@@ -56,7 +60,7 @@ NcclProcessGroup::NcclProcessGroup(const std::shared_ptr<Store>& store, int rank
   ncclUniqueId id = exchange_unique_id(*store, rank, group_index);
   DDP_LOG(DEBUG) << "nccl: creating communicator " << group_index << " (" << where() << ")";
   comm_ = std::make_unique<Communicator>(id, rank, size, device, options.timeout);
-  bridge_ = std::make_shared<StreamBridge>(device, collective_stream(device));
+  bridge_ = std::make_shared<StreamBridge>(device, collective_stream(device), record_streams);
   check_cuda(cudaMalloc(&barrier_buffer_, sizeof(float)), "allocating the barrier buffer");
   check_cuda(cudaMemset(barrier_buffer_, 0, sizeof(float)), "clearing the barrier buffer");
   watchdog_ = std::thread([this] { watchdog_loop(); });
@@ -180,12 +184,8 @@ std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store> sto
   if (options.timeout.count() <= 0)
     throw ConfigError("make_nccl_process_group: timeout must be positive, got " +
                       std::to_string(options.timeout.count()) + " ms");
-  if (const char* v = std::getenv("DDP_NCCL_BLOCKING_WAIT")) {
-    std::string s = v;
-    if (s == "1" || s == "true") options.blocking_wait = true;
-    else if (s == "0" || s == "false" || s.empty()) options.blocking_wait = false;
-    else throw ConfigError("DDP_NCCL_BLOCKING_WAIT='" + s + "' is not 0 or 1");
-  }
+  // A set variable overrides NcclOptions either way, as c10d's TORCH_NCCL_BLOCKING_WAIT does.
+  if (auto blocking = detail::nccl_blocking_wait_from_env(detail::process_env())) options.blocking_wait = *blocking;
   return std::make_shared<nccl::NcclProcessGroup>(store, rank, size, device_index, options);
 }
 

@@ -7,19 +7,12 @@
 
 #include <array>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 
 namespace ddp::nccl {
 namespace {
 
 constexpr int kMaxDevices = 64;
-
-bool record_streams_enabled() {
-  const char* v = std::getenv("DDP_NCCL_RECORD_STREAMS");
-  return !(v && std::strcmp(v, "0") == 0);
-}
 
 c10::Device cuda_device(int index) {
   return c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index));
@@ -53,11 +46,11 @@ DeviceScope::~DeviceScope() {
   if (cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
 }
 
-StreamBridge::StreamBridge(int device, cudaStream_t ours)
+StreamBridge::StreamBridge(int device, cudaStream_t ours, bool record_streams)
     : impl_(c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)),
       device_(device),
       ours_(ours),
-      record_streams_(record_streams_enabled()) {}
+      record_streams_(record_streams) {}
 
 StreamBridge::~StreamBridge() {
   if (caller_event_) impl_->destroyEvent(caller_event_, static_cast<c10::DeviceIndex>(device_));

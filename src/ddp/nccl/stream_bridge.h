@@ -36,7 +36,8 @@ class DeviceScope {
 class StreamBridge {
  public:
   /// Requires LibTorch's CUDA guard to be registered (see cuda_guard_registered()).
-  StreamBridge(int device, cudaStream_t ours);
+  /// `record_streams`: record_on_ours() tells the caching allocator (detail::nccl_record_streams_from_env).
+  StreamBridge(int device, cudaStream_t ours, bool record_streams);
   ~StreamBridge();
   StreamBridge(const StreamBridge&) = delete;
   StreamBridge& operator=(const StreamBridge&) = delete;
@@ -47,7 +48,8 @@ class StreamBridge {
   /// The calling thread's current stream waits for `event` (recorded on ours).
   void caller_wait_for(cudaEvent_t event) const;
   /// Tells the caching allocator `tensor`'s memory is in use on our stream (LibTorch 2.x; a no-op
-  /// when DDP_NCCL_RECORD_STREAMS=0 or where the external-stream encoding is unknown).
+  /// when constructed with record_streams false, i.e. DDP_NCCL_RECORD_STREAMS=0 or
+  /// TORCH_NCCL_AVOID_RECORD_STREAMS=1, or where the external-stream encoding is unknown).
   void record_on_ours(const at::Tensor& tensor) const;
 
   int device() const { return device_; }

@@ -29,7 +29,11 @@ int main() {
     if (pg->size() != 1 || t[0].sum().item<float>() != 12.0f) throw std::runtime_error("allreduce result");
     cxxopts::Options cli("consumer");
     ddp::CheckpointFlags::add_to(cli);
-    std::cout << "consumer ok: " << ddp::world().describe() << "\n";
+    // The installed ddp/version.h and the installed libddp agree, and so do the header and the CMake
+    // package on NCCL (CONSUMER_EXPECT_NCCL comes from ddp_WITH_NCCL).
+    if (std::string(ddp::version()) != DDP_VERSION_STRING) throw std::runtime_error("libddp/header version mismatch");
+    if (DDP_WITH_NCCL != CONSUMER_EXPECT_NCCL) throw std::runtime_error("ddp_WITH_NCCL and DDP_WITH_NCCL disagree");
+    std::cout << "consumer ok: ddp " << ddp::version() << ", " << ddp::world().describe() << "\n";
     return 0;
   } catch (const std::exception& e) {
     return ddp::report_and_exit_code(e);

@@ -1,0 +1,84 @@
+// --version and --help of the built binaries, run as a user would.
+#include <ddp/version.h>
+#include <gtest/gtest.h>
+#include <torch/version.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "support/subprocess.h"
+
+using ddp::testing::Subprocess;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Program {
+  std::string name;
+  std::string path;
+  bool lists_environment;  ///< its --help ends with the environment variables and exit codes
+};
+
+std::vector<Program> built_programs() {
+  std::vector<Program> p;
+#ifdef DDP_CLI_DDPRUN
+  p.push_back({"ddprun", DDP_CLI_DDPRUN, true});
+#endif
+#ifdef DDP_CLI_TRAIN_CIFAR10
+  p.push_back({"train_cifar10", DDP_CLI_TRAIN_CIFAR10, true});
+#endif
+#ifdef DDP_CLI_TRAIN_RANZCR
+  p.push_back({"train_ranzcr", DDP_CLI_TRAIN_RANZCR, true});
+#endif
+#ifdef DDP_CLI_MAKE_CIFAR10_SYNTHETIC
+  p.push_back({"make_cifar10_synthetic", DDP_CLI_MAKE_CIFAR10_SYNTHETIC, false});
+#endif
+#ifdef DDP_CLI_MAKE_RANZCR_SYNTHETIC
+  p.push_back({"make_ranzcr_synthetic", DDP_CLI_MAKE_RANZCR_SYNTHETIC, false});
+#endif
+  return p;
+}
+
+struct Outcome {
+  int status;
+  std::string output;
+};
+
+// `flag`'s exit status and what it wrote; `stdout_only` drops stderr.
+Outcome run(const Program& p, const std::string& flag, bool stdout_only) {
+  std::vector<std::string> argv = {p.path, flag};
+  if (stdout_only) argv = {"/bin/sh", "-c", "exec \"$0\" \"$1\" 2>/dev/null", p.path, flag};
+  Subprocess s(argv);
+  int status = s.wait(60s);
+  return {status, s.output()};
+}
+
+}  // namespace
+
+TEST(Cli, EveryBinaryPrintsOneVersionLine) {
+  const auto programs = built_programs();
+  if (programs.empty()) GTEST_SKIP() << "no binaries built (DDP_BUILD_APPS=OFF)";
+  for (const auto& p : programs) {
+    const std::string expected = p.name + " " + DDP_VERSION_STRING + " (LibTorch " + TORCH_VERSION + ", NCCL " +
+                                 (DDP_WITH_NCCL ? "yes" : "no") + ")\n";
+    Outcome out = run(p, "--version", /*stdout_only=*/true);
+    EXPECT_EQ(out.status, 0) << p.name;
+    EXPECT_EQ(out.output, expected) << p.name << ": the line on stdout";
+    Outcome all = run(p, "--version", /*stdout_only=*/false);
+    EXPECT_EQ(all.output, expected) << p.name << ": nothing else, on stdout or stderr";
+  }
+}
+
+TEST(Cli, HelpListsEnvironmentAndExitCodes) {
+  const auto programs = built_programs();
+  if (programs.empty()) GTEST_SKIP() << "no binaries built (DDP_BUILD_APPS=OFF)";
+  for (const auto& p : programs) {
+    if (!p.lists_environment) continue;
+    Outcome help = run(p, "--help", /*stdout_only=*/true);
+    EXPECT_EQ(help.status, 0) << p.name;
+    for (const char* part : {"--version", "RANK", "WORLD_SIZE", "MASTER_ADDR", "DDP_LOG_LEVEL", "exit codes", "\n  2 ",
+                             "\n  143 ", "\n  200 ", "\n  201 ", "\n  202 "})
+      EXPECT_NE(help.output.find(part), std::string::npos) << p.name << " --help lacks '" << part << "':\n" << help.output;
+  }
+}
