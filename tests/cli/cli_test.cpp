@@ -34,6 +34,9 @@ std::vector<Program> built_programs() {
 #ifdef DDP_CLI_MAKE_CIFAR10_SYNTHETIC
   p.push_back({"make_cifar10_synthetic", DDP_CLI_MAKE_CIFAR10_SYNTHETIC, false});
 #endif
+#ifdef DDP_CLI_MAKE_CIFAR10_FROM_IDX
+  p.push_back({"make_cifar10_from_idx", DDP_CLI_MAKE_CIFAR10_FROM_IDX, false});
+#endif
 #ifdef DDP_CLI_MAKE_RANZCR_SYNTHETIC
   p.push_back({"make_ranzcr_synthetic", DDP_CLI_MAKE_RANZCR_SYNTHETIC, false});
 #endif

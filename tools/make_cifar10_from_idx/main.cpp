@@ -13,6 +13,7 @@
 #include "data/cifar/cifar_from_idx.h"
 #include "data/common/file_bytes.h"
 #include "data/idx/idx_file.h"
+#include "ddp/core/version_banner.h"
 
 namespace {
 
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
         ("train", "keep the first N training images, a multiple of 5 (0: all)", cxxopts::value<int64_t>()->default_value("0"))
         ("test", "keep the first N test images (0: all)", cxxopts::value<int64_t>()->default_value("0"))
         ("class-names", "the 10 class names, comma-separated, in label order", cxxopts::value<std::string>()->default_value(default_names))
+        ("version", "print the version and exit")
         ("h,help", "show this help");
     cxxopts::ParseResult args;
     try {
@@ -75,6 +77,10 @@ int main(int argc, char** argv) {
     }
     if (args.count("help")) {
       std::cout << cli.help() << std::endl;
+      return 0;
+    }
+    if (args.count("version")) {
+      std::cout << ddp::detail::version_banner("make_cifar10_from_idx") << std::endl;
       return 0;
     }
     if (!args.unmatched().empty()) throw ddp::ConfigError("make_cifar10_from_idx: unexpected argument '" + args.unmatched()[0] + "'");
