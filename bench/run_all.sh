@@ -22,7 +22,7 @@ cmake --build build -j2 --target make_ranzcr_synthetic bench_ranzcr_input bench_
   train_cifar10 make_cifar10_synthetic cifar10_step_bench bench_allreduce bench_ddp_step > "$out/build.log"
 want ranzcr_input && run ranzcr_input bench/ranzcr_input/run.sh build 256 2048 2
 want ranzcr_step && run ranzcr_step bench/ranzcr_input/run_train_step.sh build 8 3 2
-want cifar10 && run cifar10 /usr/bin/python3 bench/cifar10/run_bench.py --build build --epochs 2 --repeats 2 --plain-ops
+want cifar10 && run cifar10 /usr/bin/python3 bench/cifar10/run_bench.py --build build --epochs 2 --repeats 2
 want cifar10_step && run cifar10_step build/bench/cifar10/cifar10_step_bench
 want allreduce && run allreduce prio /usr/bin/python3 bench/allreduce/run.py --bench build/bench/allreduce/bench_allreduce --rounds 5
 want ddp_step && run ddp_step prio bash -c 'cd build && ./bench/ddp_step/bench_ddp_step --rounds=5 --passes=3 --steps=5 --warmup=2'

@@ -68,8 +68,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, const std
       ("seed", "random seed (model init, shuffling, augmentation)", cxxopts::value<std::string>()->default_value("1"))
       ("log-interval", "log every N steps", cxxopts::value<std::string>()->default_value("10"))
       ("max-steps", "stop after N optimizer steps, evaluate and save (0: no limit)", cxxopts::value<std::string>()->default_value("0"))
-      ("model", "net (the seed's CNN) or resnet18 (CIFAR stem)", cxxopts::value<std::string>()->default_value("net"))
-      ("plain-ops", "use LibTorch's standard ops for the Net on CPU instead of the fused kernels");
+      ("model", "net (the seed's CNN) or resnet18 (CIFAR stem)", cxxopts::value<std::string>()->default_value("net"));
   cli.add_options("Runtime")
       ("backend", "auto, gloo or nccl", cxxopts::value<std::string>()->default_value("auto"))
       ("device", "auto (cuda:LOCAL_RANK when usable, else cpu), cpu or cuda", cxxopts::value<std::string>()->default_value("auto"))
@@ -151,7 +150,6 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, const std
   o.prefetch = static_cast<int>(integer("prefetch", 1, 1024));
   o.threads = static_cast<int>(integer("threads", 0, 1024));
   o.augment = args.count("no-augment") == 0;
-  o.fast_cpu_kernels = args.count("plain-ops") == 0;
   o.backend = args["backend"].as<std::string>();
   check_choice("--backend", o.backend, {"auto", "gloo", "nccl"});
   o.device = args["device"].as<std::string>();

@@ -36,7 +36,6 @@ struct TrainOptions {
   int64_t max_steps = 0;         ///< stop after this many optimizer steps (0: no limit)
   int threads = 0;               ///< intra-op threads; 0: cores / local world size
   bool augment = true;           ///< RandomCrop(32, 4) + flip on the training set
-  bool fast_cpu_kernels = true;  ///< the Net's fused CPU kernels (see models/cifar_net.h)
   std::string progress = "auto"; ///< auto (bar on a TTY) | bar | plain
 
   /// --checkpoint-dir, --checkpoint-every, --checkpoint-keep, --resume (shared by every trainer).

@@ -265,7 +265,7 @@ int run_training(const TrainOptions& o) {
 
   torch::manual_seed(static_cast<uint64_t>(o.seed));  // same initial weights everywhere (DDP broadcasts rank 0's anyway)
   if (o.model == "net") {
-    ddp::models::CifarNet net(ddp::models::CifarNetOptions().fast_cpu_kernels(o.fast_cpu_kernels));
+    ddp::models::CifarNet net;
     net->to(choice.device);
     return Trainer<ddp::models::CifarNet>(o, pg, choice.device, std::move(data), net).run();
   }

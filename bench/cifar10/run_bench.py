@@ -80,8 +80,6 @@ def main():
     ap.add_argument("--signal", type=float, default=0.15, help="synthetic data: class signal (make_cifar10_synthetic)")
     ap.add_argument("--noise", type=float, default=60, help="synthetic data: pixel noise (make_cifar10_synthetic)")
     ap.add_argument("--quirks", action="store_true", help="also run the baseline with --seed-quirks")
-    ap.add_argument("--plain-ops", action="store_true",
-                    help="also run train_cifar10 --plain-ops (LibTorch's own ops instead of the fused CPU kernels)")
     ap.add_argument("--out", default="", help="write the results as JSON here")
     args = ap.parse_args()
 
@@ -106,11 +104,6 @@ def main():
                 [PYTHON, baseline, *common, "--model-dir", os.path.join(work, f"base{i}"), "--log-interval", "100"],
                 None, "baseline"),
         }
-        if args.plain_ops:
-            configs["train_cifar10 --plain-ops"] = lambda i: (
-                [train, *common, "--plain-ops", "--model-dir", os.path.join(work, f"plain{i}"),
-                 "--metrics-file", os.path.join(work, f"plain{i}.jsonl"), "--progress", "plain", "--log-interval", "100"],
-                os.path.join(work, f"plain{i}.jsonl"), "summary")
         if args.quirks:
             configs["seed baseline + seed quirks"] = lambda i: (
                 [PYTHON, baseline, *common, "--seed-quirks", "--log-interval", "100"], None, "baseline")

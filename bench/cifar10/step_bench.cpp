@@ -1,6 +1,6 @@
 // Times the pieces of one CIFAR-10 training step on this machine (one intra-op thread by default):
-// batch assembly (augment + normalise), forward + backward + SGD step with the fast CPU kernels and
-// with the plain LibTorch ops (what Python's Net runs), and test-set forward at several chunk sizes.
+// batch assembly (augment + normalise), forward + backward + SGD step of the Net (the same LibTorch
+// ops Python's Net runs), and test-set forward at several chunk sizes.
 //
 //   cifar10_step_bench [--threads 1] [--batch 64] [--iters 200]
 #include <torch/torch.h>
@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
   double assemble = best_ms(iters, [&] { ddp::data::assemble_cifar_batch(split, idx.data(), batch, aug, 0, images, labels); });
   std::printf("batch assembly (augment+normalise, %d images): %.3f ms\n", batch, assemble);
 
-  for (bool fast : {true, false}) {
-    ddp::models::CifarNet net(ddp::models::CifarNetOptions().fast_cpu_kernels(fast));
+  {
+    ddp::models::CifarNet net;
     torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.5));
     double step = best_ms(iters, [&] {
       opt.zero_grad();
@@ -61,8 +61,7 @@ int main(int argc, char** argv) {
       loss.backward();
       opt.step();
     });
-    std::printf("train step, %s: %.3f ms (%.0f images/s)\n", fast ? "fast CPU kernels" : "plain LibTorch ops", step,
-                batch / step * 1000);
+    std::printf("train step: %.3f ms (%.0f images/s)\n", step, batch / step * 1000);
     torch::NoGradGuard no_grad;
     auto test = torch::randn({1000, 3, 32, 32});
     for (int chunk : {1000, 250, 100}) {

@@ -2,11 +2,9 @@
 
 #include <torch/nn/functional/activation.h>
 
-#include "models/cpu_fast_ops.h"
-
 namespace ddp::models {
 
-CifarNetImpl::CifarNetImpl(CifarNetOptions options) : options_(options) {
+CifarNetImpl::CifarNetImpl() {
   // Registration order = Python's attribute order, so parameters() and named_parameters() line up.
   conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 6, 5)));
   pool = register_module("pool", torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2).stride(2)));
@@ -18,14 +16,6 @@ CifarNetImpl::CifarNetImpl(CifarNetOptions options) : options_(options) {
 
 torch::Tensor CifarNetImpl::forward(torch::Tensor x) {
   namespace F = torch::nn::functional;
-  if (options_.fast_cpu_kernels() && x.device().is_cpu()) {
-    x = relu_max_pool2x2(conv1->forward(x));
-    x = relu_max_pool2x2(conv2->forward(x));
-    x = x.reshape({-1, 16 * 5 * 5});
-    x = F::relu(linear_onednn(x, fc1->weight, fc1->bias));
-    x = F::relu(linear_onednn(x, fc2->weight, fc2->bias));
-    return linear_onednn(x, fc3->weight, fc3->bias);
-  }
   x = pool->forward(F::relu(conv1->forward(x)));
   x = pool->forward(F::relu(conv2->forward(x)));
   x = x.view({-1, 16 * 5 * 5});

@@ -5,7 +5,10 @@
 //   -> flatten (16*5*5) -> fc1 Linear(400, 120) -> relu -> fc2 Linear(120, 84) -> relu -> fc3 Linear(84, 10)
 // 62,006 parameters. forward() returns logits.
 //
-//   ddp::models::CifarNet net;                       // fast CPU kernels on (see CifarNetOptions)
+// The forward pass is Python's, op for op (a hand-fused ReLU + max-pool and oneDNN Linear layers
+// were faster only with the reference BLAS; with OpenBLAS LibTorch's own ops win: PERFORMANCE.md).
+//
+//   ddp::models::CifarNet net;
 //   torch::Tensor logits = net->forward(images);     // images: float [N, 3, 32, 32]
 
 #include <torch/nn/module.h>
@@ -16,34 +19,15 @@
 
 namespace ddp::models {
 
-struct CifarNetOptions {
-  /// On CPU, compute relu+max-pool as one fused kernel and the Linear layers through oneDNN (as 1x1
-  /// convolutions) instead of the BLAS path. Same results up to float rounding; much faster where
-  /// LibTorch links a reference BLAS (Debian). Off: the plain LibTorch ops, exactly as in Python.
-  CifarNetOptions& fast_cpu_kernels(bool v) {
-    fast_cpu_kernels_ = v;
-    return *this;
-  }
-  bool fast_cpu_kernels() const { return fast_cpu_kernels_; }
-
- private:
-  bool fast_cpu_kernels_ = true;
-};
-
 class CifarNetImpl : public torch::nn::Module {
  public:
-  explicit CifarNetImpl(CifarNetOptions options = {});
+  CifarNetImpl();
   torch::Tensor forward(torch::Tensor x);
-
-  const CifarNetOptions& options() const { return options_; }
 
   torch::nn::Conv2d conv1{nullptr};
   torch::nn::MaxPool2d pool{nullptr};
   torch::nn::Conv2d conv2{nullptr};
   torch::nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
-
- private:
-  CifarNetOptions options_;
 };
 TORCH_MODULE(CifarNet);
 
