@@ -253,9 +253,7 @@ int run_training(const TrainOptions& o) {
                   << choice.device.str() << " (" << choice.why << "), " << threads << " intra-op threads, BLAS "
                   << blas.describe() << ", model " << o.model << ", batch " << o.batch_size << " per rank, " << o.epochs
                   << " epochs";
-    if (blas.slow) {
-      DDP_LOG(WARN) << ddp::trainer::kSlowBlasAdvice;
-    }
+    ddp::trainer::warn_if_slow(blas);
   }
 
   ddp::data::Cifar10Data data = ddp::data::load_cifar10(o.data_dir);

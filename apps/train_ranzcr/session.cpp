@@ -45,9 +45,7 @@ Session start_session(const Options& o) {
   DDP_LOG(INFO) << "train_ranzcr rank " << s.pg->rank() << "/" << s.pg->size() << " on " << s.device.str()
                 << ", backend " << s.pg->backend_name() << ", " << s.threads << " compute threads, BLAS "
                 << blas.describe() << ", " << o.workers << " loader threads" << (s.amp ? ", bf16 autocast" : "");
-  if (blas.slow && s.pg->rank() == 0) {
-    DDP_LOG(WARN) << ddp::trainer::kSlowBlasAdvice;
-  }
+  if (s.pg->rank() == 0) ddp::trainer::warn_if_slow(blas);
   return s;
 }
 

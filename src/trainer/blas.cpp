@@ -1,6 +1,7 @@
 #include "trainer/blas.h"
 
 #include <ATen/Parallel.h>
+#include <ddp/logging.h>
 #include <dlfcn.h>
 
 #include <climits>
@@ -62,6 +63,12 @@ BlasInfo blas_in_use() {
     info.vendor = info.library.empty() ? "none found (LibTorch may carry its own)" : "unknown";
   }
   return info;
+}
+
+void warn_if_slow(const BlasInfo& blas) {
+  if (!blas.slow) return;
+  DDP_LOG(WARN) << "LibTorch is calling the reference BLAS: matmuls run 15-20x slower than with OpenBLAS "
+                   "(Debian: apt-get install libopenblas0-openmp, or bash scripts/select-blas.sh)";
 }
 
 void set_intra_op_threads(int n) {

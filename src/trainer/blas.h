@@ -26,14 +26,12 @@ struct BlasInfo {
   std::string describe() const;
 };
 
-/// What the trainers log when blas_in_use().slow.
-inline constexpr const char* kSlowBlasAdvice =
-    "LibTorch is calling the reference BLAS: matmuls run 15-20x slower than with OpenBLAS "
-    "(Debian: apt-get install libopenblas0-openmp, or bash scripts/select-blas.sh)";
-
 /// Looks the BLAS up in the running process (dgemm_ through the dynamic linker, then each vendor's
 /// own query functions), so it names what is loaded, not what is installed.
 BlasInfo blas_in_use();
+
+/// Logs a WARN saying how to get OpenBLAS when `blas` is the reference BLAS; nothing otherwise.
+void warn_if_slow(const BlasInfo& blas);
 
 /// at::set_num_threads(n), and OpenBLAS's own thread count too: its pthread and serial builds do
 /// not read OpenMP's setting, so without this a budget of 1 could still run a matmul on every core.
