@@ -57,7 +57,7 @@ EvalCounts evaluate_split(const std::function<at::Tensor(const at::Tensor&)>& fo
   if (seen != static_cast<int64_t>(indices.size()))
     throw std::logic_error("evaluation saw " + std::to_string(seen) + " images, expected " + std::to_string(indices.size()));
   // NCCL reduces device tensors; Gloo reduces host tensors (a CUDA run may use --backend gloo).
-  std::vector<at::Tensor> tensors = {pg.backend_name() == "nccl" ? local : local.cpu()};
+  std::vector<at::Tensor> tensors = {local.to(pg.device())};
   pg.allreduce(tensors)->wait();
   at::Tensor host = tensors[0].cpu();
   const double* v = host.data_ptr<double>();

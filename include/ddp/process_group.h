@@ -15,6 +15,7 @@
 // after that the group is unusable and every later operation fails saying so.
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <chrono>
 #include <exception>
@@ -83,6 +84,8 @@ class ProcessGroup {
   int size() const { return size_; }
   /// "gloo" or "nccl".
   virtual std::string backend_name() const = 0;
+  /// Where this group's tensors must live: cpu for Gloo, the group's CUDA device for NCCL.
+  virtual c10::Device device() const = 0;
 
   /// In place: every tensor becomes the reduction of that tensor over all ranks.
   virtual WorkPtr allreduce(std::vector<at::Tensor>& tensors, const AllreduceOptions& opts = {}) = 0;

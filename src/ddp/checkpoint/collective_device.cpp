@@ -14,12 +14,7 @@ at::Tensor on_collective_device(const at::Tensor& cpu, const ProcessGroup& pg) {
   return device.is_cpu() ? cpu : cpu.to(device);
 }
 
-c10::Device collective_device(const ProcessGroup& pg) {
-  if (pg.backend_name() != "nccl") return c10::Device(c10::kCPU);
-  // The device init_process_group() builds the NCCL group on (cuda:LOCAL_RANK, or the one GPU a
-  // launcher gave this rank).
-  return default_device();
-}
+c10::Device collective_device(const ProcessGroup& pg) { return pg.device(); }
 
 std::vector<int64_t> allgather_int64(ProcessGroup& pg, int64_t value) {
   at::Tensor mine = on_collective_device(at::full({1}, value, at::TensorOptions().dtype(at::kLong)), pg);

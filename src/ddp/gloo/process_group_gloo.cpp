@@ -123,6 +123,7 @@ class ProcessGroupGloo final : public ProcessGroup {
   ~ProcessGroupGloo() override;
 
   std::string backend_name() const override { return "gloo"; }
+  c10::Device device() const override { return c10::Device(c10::kCPU); }
   WorkPtr allreduce(std::vector<at::Tensor>& tensors, const AllreduceOptions& opts) override;
   WorkPtr broadcast(std::vector<at::Tensor>& tensors, const BroadcastOptions& opts) override;
   WorkPtr allgather(std::vector<at::Tensor>& outputs, const at::Tensor& input, const CollectiveOptions& opts) override;

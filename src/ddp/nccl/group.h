@@ -22,6 +22,7 @@ class NcclProcessGroup final : public ProcessGroup {
   ~NcclProcessGroup() override;
 
   std::string backend_name() const override { return "nccl"; }
+  c10::Device device() const override { return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(device_)); }
   WorkPtr allreduce(std::vector<at::Tensor>& tensors, const AllreduceOptions& opts) override;
   WorkPtr broadcast(std::vector<at::Tensor>& tensors, const BroadcastOptions& opts) override;
   using ProcessGroup::broadcast;
