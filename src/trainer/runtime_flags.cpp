@@ -1,0 +1,67 @@
+#include "trainer/runtime_flags.h"
+
+#include <ddp/errors.h>
+
+#include "ddp/core/env_parse.h"
+#include "trainer/flag_values.h"
+
+namespace ddp::trainer {
+namespace {
+
+std::string env_or_empty(const std::map<std::string, std::string>& env, const std::string& name) {
+  auto it = env.find(name);
+  return it == env.end() ? "" : it->second;
+}
+
+}  // namespace
+
+void add_runtime_flags(cxxopts::Options& cli, const std::string& data_dir_holds) {
+  // Values are read as strings and converted by flag_values.h, so a bad one is our ConfigError.
+  cli.add_options("Data")
+      ("data-dir", "folder holding " + data_dir_holds + " (default: $SM_CHANNEL_TRAIN, $SM_CHANNEL_TRAINING)",
+       cxxopts::value<std::string>())
+      ("model-dir", "where rank 0 writes model.pt (default: $SM_MODEL_DIR, else ./model)", cxxopts::value<std::string>());
+  cli.add_options("Runtime")
+      ("backend", "auto, gloo or nccl", cxxopts::value<std::string>()->default_value("auto"))
+      ("device", "auto (cuda:LOCAL_RANK when usable, else cpu), cpu or cuda", cxxopts::value<std::string>()->default_value("auto"))
+      ("threads", "intra-op threads per rank (0: $OMP_NUM_THREADS if set, else usable CPUs / ranks on this node)",
+       cxxopts::value<std::string>()->default_value("0"))
+      ("progress", "auto (a bar on a terminal, plain lines otherwise), bar or plain", cxxopts::value<std::string>()->default_value("auto"))
+      ("log-interval", "plain progress lines and JSON train records every N steps", cxxopts::value<std::string>()->default_value("10"))
+      ("max-steps", "stop after N optimizer steps, evaluate and save (0: no limit)", cxxopts::value<std::string>()->default_value("0"))
+      ("metrics-file", "rank 0 appends JSON lines (train intervals, evaluations, a summary) here",
+       cxxopts::value<std::string>()->default_value(""));
+}
+
+RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args, const std::map<std::string, std::string>& env) {
+  RuntimeOptions o;
+  if (args.count("data-dir")) {
+    o.data_dir(args["data-dir"].as<std::string>());
+  } else {
+    o.data_dir(env_or_empty(env, "SM_CHANNEL_TRAIN"));
+    if (o.data_dir().empty()) o.data_dir(env_or_empty(env, "SM_CHANNEL_TRAINING"));
+  }
+  if (args.count("model-dir")) {
+    o.model_dir(args["model-dir"].as<std::string>());
+    if (o.model_dir().empty()) throw ddp::ConfigError("--model-dir is empty");
+  } else if (!env_or_empty(env, "SM_MODEL_DIR").empty()) {
+    o.model_dir(env_or_empty(env, "SM_MODEL_DIR"));
+  }
+  o.metrics_file(args["metrics-file"].as<std::string>());
+  o.backend(args["backend"].as<std::string>());
+  require_choice("--backend", o.backend(), {"auto", "gloo", "nccl"});
+  o.device(args["device"].as<std::string>());
+  require_choice("--device", o.device(), {"auto", "cpu", "cuda"});
+  if (o.device() == "cpu" && o.backend() == "nccl")
+    throw ddp::ConfigError("--backend nccl needs CUDA tensors, but --device is cpu");
+  o.threads(static_cast<int>(flag_integer("--threads", args["threads"].as<std::string>(), 0, 1024)));
+  o.progress(args["progress"].as<std::string>());
+  require_choice("--progress", o.progress(), {"auto", "bar", "plain"});
+  o.log_interval(flag_integer("--log-interval", args["log-interval"].as<std::string>(), 1, INT64_C(1) << 40));
+  o.max_steps(flag_integer("--max-steps", args["max-steps"].as<std::string>(), 0, INT64_C(1) << 40));
+  return o;
+}
+
+RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args) { return read_runtime_flags(args, ddp::detail::process_env()); }
+
+}  // namespace ddp::trainer

@@ -1,0 +1,54 @@
+#pragma once
+// The flags every trainer has, declared once: where data and outputs go and how the run executes.
+// Each app adds them to its cxxopts parser next to its own task flags.
+//
+//   --data-dir      default $SM_CHANNEL_TRAIN, else $SM_CHANNEL_TRAINING (SageMaker); may stay empty
+//                   here: whether it is required is the task's call
+//   --model-dir     default $SM_MODEL_DIR, else ./model; rank 0 writes model.pt there
+//   --metrics-file  JSON lines on rank 0 (empty: none)
+//   --backend auto|gloo|nccl   --device auto|cpu|cuda (session.h says what auto does)
+//   --threads N (0: thread_budget.h)   --progress auto|bar|plain
+//   --log-interval N   --max-steps N (0: no limit)
+//
+//   cxxopts::Options cli("train_x", "...");
+//   ddp::trainer::add_runtime_flags(cli, "train.csv and train/");
+//   ... parse ...
+//   ddp::trainer::RuntimeOptions rt = ddp::trainer::read_runtime_flags(args);   // SM_* from the environment
+//
+// Every bad value is a ddp::ConfigError naming the flag (exit 2).
+
+#include <torch/arg.h>
+
+#include <cxxopts.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace ddp::trainer {
+
+struct RuntimeOptions {
+  TORCH_ARG(std::string, data_dir);
+  TORCH_ARG(std::string, model_dir) = "model";
+  TORCH_ARG(std::string, metrics_file);
+  TORCH_ARG(std::string, backend) = "auto";
+  TORCH_ARG(std::string, device) = "auto";
+  /// Intra-op threads per rank; 0: intra_op_threads()'s default.
+  TORCH_ARG(int, threads) = 0;
+  TORCH_ARG(std::string, progress) = "auto";
+  /// Progress lines and JSON "train" records every N steps.
+  TORCH_ARG(int64_t, log_interval) = 10;
+  /// Stop after N optimizer steps (evaluate and save); 0: no limit.
+  TORCH_ARG(int64_t, max_steps) = 0;
+};
+
+/// Registers the flags: --data-dir and --model-dir in group "Data" (`data_dir_holds` completes
+/// "folder holding ..."), the rest in "Runtime".
+void add_runtime_flags(cxxopts::Options& cli, const std::string& data_dir_holds);
+
+/// Reads and validates the flags add_runtime_flags() registered; `env` supplies the SM_* defaults.
+RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args, const std::map<std::string, std::string>& env);
+/// The same with this process's environment.
+RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args);
+
+}  // namespace ddp::trainer

@@ -1,0 +1,115 @@
+// The flags every trainer shares: defaults, SageMaker's SM_* defaults, and a ConfigError naming the
+// flag for every bad value; the strict value parsers and the command-line wrapper behind them.
+#include <ddp/errors.h>
+#include <gtest/gtest.h>
+
+#include <cxxopts.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trainer/command_line.h"
+#include "trainer/flag_values.h"
+#include "trainer/runtime_flags.h"
+
+using ddp::trainer::RuntimeOptions;
+
+namespace {
+
+// Parses `args` (after the program name) with only the runtime and help flags registered.
+RuntimeOptions parse(std::vector<std::string> args, const std::map<std::string, std::string>& env = {}) {
+  cxxopts::Options cli("train_test", "test");
+  ddp::trainer::add_runtime_flags(cli, "data");
+  ddp::trainer::add_help_flags(cli);
+  args.insert(args.begin(), "train_test");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  auto parsed = ddp::trainer::parse_command_line(cli, static_cast<int>(argv.size()), argv.data());
+  if (!parsed) throw std::logic_error("help or version");
+  return ddp::trainer::read_runtime_flags(*parsed, env);
+}
+
+// The ConfigError message of parsing `args`; fails the test when there is none.
+std::string error_of(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+  try {
+    parse(args, env);
+  } catch (const ddp::ConfigError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no ConfigError";
+  return "";
+}
+
+}  // namespace
+
+TEST(RuntimeFlags, DefaultsWithoutFlagsOrEnvironment) {
+  RuntimeOptions o = parse({});
+  EXPECT_EQ(o.data_dir(), "");
+  EXPECT_EQ(o.model_dir(), "model");
+  EXPECT_EQ(o.metrics_file(), "");
+  EXPECT_EQ(o.backend(), "auto");
+  EXPECT_EQ(o.device(), "auto");
+  EXPECT_EQ(o.threads(), 0);
+  EXPECT_EQ(o.progress(), "auto");
+  EXPECT_EQ(o.log_interval(), 10);
+  EXPECT_EQ(o.max_steps(), 0);
+}
+
+TEST(RuntimeFlags, SageMakerChannelsAndModelDirAreDefaultsThatFlagsOverride) {
+  const std::map<std::string, std::string> both = {{"SM_CHANNEL_TRAIN", "/sm/train"},
+                                                   {"SM_CHANNEL_TRAINING", "/sm/training"},
+                                                   {"SM_MODEL_DIR", "/sm/model"}};
+  RuntimeOptions o = parse({}, both);
+  EXPECT_EQ(o.data_dir(), "/sm/train");  // SM_CHANNEL_TRAIN first
+  EXPECT_EQ(o.model_dir(), "/sm/model");
+  EXPECT_EQ(parse({}, {{"SM_CHANNEL_TRAINING", "/sm/training"}}).data_dir(), "/sm/training");
+  RuntimeOptions flags = parse({"--data-dir", "/d", "--model-dir", "/m"}, both);
+  EXPECT_EQ(flags.data_dir(), "/d");
+  EXPECT_EQ(flags.model_dir(), "/m");
+}
+
+TEST(RuntimeFlags, EveryFlagIsRead) {
+  RuntimeOptions o = parse({"--metrics-file", "m.jsonl", "--backend", "gloo", "--device", "cpu", "--threads", "3",
+                            "--progress", "plain", "--log-interval", "5", "--max-steps", "7"});
+  EXPECT_EQ(o.metrics_file(), "m.jsonl");
+  EXPECT_EQ(o.backend(), "gloo");
+  EXPECT_EQ(o.device(), "cpu");
+  EXPECT_EQ(o.threads(), 3);
+  EXPECT_EQ(o.progress(), "plain");
+  EXPECT_EQ(o.log_interval(), 5);
+  EXPECT_EQ(o.max_steps(), 7);
+}
+
+TEST(RuntimeFlags, BadValuesNameTheFlag) {
+  EXPECT_NE(error_of({"--backend", "mpi"}).find("--backend='mpi' is not one of auto, gloo, nccl"), std::string::npos);
+  EXPECT_NE(error_of({"--device", "tpu"}).find("--device='tpu'"), std::string::npos);
+  EXPECT_NE(error_of({"--progress", "fancy"}).find("--progress='fancy'"), std::string::npos);
+  EXPECT_NE(error_of({"--threads", "-1"}).find("--threads='-1' is not an integer in 0..1024"), std::string::npos);
+  EXPECT_NE(error_of({"--threads", "2x"}).find("--threads='2x'"), std::string::npos);
+  EXPECT_NE(error_of({"--log-interval", "0"}).find("--log-interval='0'"), std::string::npos);
+  EXPECT_NE(error_of({"--max-steps", "-3"}).find("--max-steps='-3'"), std::string::npos);
+  EXPECT_NE(error_of({"--model-dir", ""}).find("--model-dir is empty"), std::string::npos);
+  EXPECT_NE(error_of({"--device", "cpu", "--backend", "nccl"}).find("--backend nccl needs CUDA tensors"), std::string::npos);
+  EXPECT_NE(error_of({"--no-such-flag"}).find("train_test: "), std::string::npos);
+  EXPECT_NE(error_of({"--no-such-flag"}).find("no-such-flag"), std::string::npos);
+  EXPECT_NE(error_of({"stray"}).find("unexpected argument 'stray'"), std::string::npos);
+}
+
+TEST(FlagValues, StrictIntegersNumbersAndChoices) {
+  using namespace ddp::trainer;
+  EXPECT_EQ(flag_integer("--n", "12", 1, 100), 12);
+  EXPECT_THROW(flag_integer("--n", "", 1, 100), ddp::ConfigError);
+  EXPECT_THROW(flag_integer("--n", "12 ", 1, 100), ddp::ConfigError);
+  EXPECT_THROW(flag_integer("--n", "101", 1, 100), ddp::ConfigError);
+  EXPECT_DOUBLE_EQ(flag_real("--lr", "1e-3", 0, 1), 1e-3);
+  EXPECT_THROW(flag_real("--lr", "fast", 0, 1), ddp::ConfigError);
+  EXPECT_THROW(flag_real("--lr", "nan", 0, 1), ddp::ConfigError);
+  EXPECT_NO_THROW(require_choice("--x", "b", {"a", "b"}));
+  try {
+    require_choice("--x", "c", {"a", "b"});
+    ADD_FAILURE() << "no ConfigError";
+  } catch (const ddp::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--x='c' is not one of a, b"), std::string::npos) << e.what();
+  }
+}
