@@ -1,0 +1,69 @@
+#include "trainer/reporter.h"
+
+#include <ddp/logging.h>
+
+#include <cstdio>
+
+namespace ddp::trainer {
+
+// Disabled ranks open no metrics file and never draw.
+Reporter::Reporter(const ReporterOptions& options)
+    : enabled_(options.enabled()),
+      count_(options.count()),
+      rate_decimals_(options.rate_decimals()),
+      progress_(enabled_ ? options.progress() : "plain"),
+      metrics_(enabled_ ? options.metrics_file() : "") {}
+
+void Reporter::train_interval(const TrainPoint& p) {
+  if (!enabled_) return;
+  const bool samples = count_ == ProgressCount::kSamples;
+  const int64_t done = samples ? p.samples_in_epoch : p.step_in_epoch;
+  const int64_t total = samples ? p.samples_per_epoch : p.steps_in_epoch;
+  const double fraction = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
+  char text[256];
+  if (progress_.bar()) {
+    std::snprintf(text, sizeof text, "epoch %lld/%lld %s %5.1f%% step %lld/%lld loss %.4f %.*f images/s  ",
+                  static_cast<long long>(p.epoch), static_cast<long long>(p.epochs), bar_cells(fraction).c_str(),
+                  100.0 * fraction, static_cast<long long>(p.step_in_epoch), static_cast<long long>(p.steps_in_epoch),
+                  p.loss, rate_decimals_, p.images_per_sec);
+    progress_.redraw(text);
+  } else {
+    // Through the logger: timestamped and ranked like every other line.
+    std::snprintf(text, sizeof text, "Train Epoch: %lld [%lld/%lld (%.0f%%)] Loss: %.6f (%.*f images/s)",
+                  static_cast<long long>(p.epoch), static_cast<long long>(done), static_cast<long long>(total),
+                  100.0 * fraction, p.loss, rate_decimals_, p.images_per_sec);
+    DDP_LOG(INFO) << text;
+  }
+  if (metrics_.enabled()) {
+    JsonRecord r;
+    r.string("type", "train").integer("step", p.global_step).integer("epoch", p.epoch).number("loss", p.loss);
+    metrics_.append(r.number("images_per_sec", p.images_per_sec).str());
+  }
+}
+
+void Reporter::evaluation(const EvalPoint& p) {
+  if (!enabled_) return;
+  progress_.end_line();
+  for (const auto& line : p.log_lines) DDP_LOG(INFO) << line;
+  std::string katib = "epoch=" + std::to_string(p.epoch);
+  for (const auto& m : p.katib) {
+    char value[64];
+    std::snprintf(value, sizeof value, m.format, m.value);
+    katib += " " + m.name + "=" + value;
+  }
+  std::printf("%s\n", katib.c_str());
+  std::fflush(stdout);
+  if (metrics_.enabled()) {
+    JsonRecord r;
+    r.string("type", "eval").integer("step", p.global_step).integer("epoch", p.epoch).append(p.fields);
+    metrics_.append(r.str());
+  }
+}
+
+void Reporter::summary(const JsonRecord& fields) {
+  if (!metrics_.enabled()) return;  // also disabled on other ranks
+  JsonRecord r;
+  metrics_.append(r.string("type", "summary").append(fields).str());
+}
+
+}  // namespace ddp::trainer

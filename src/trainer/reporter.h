@@ -1,0 +1,92 @@
+#pragma once
+// What rank 0 of a trainer tells the world, one way for every trainer:
+//   - progress: a bar redrawn on a terminal (stderr), or plain logged lines
+//       Train Epoch: 1 [640/25000 (3%)] Loss: 2.301000 (4100 images/s)
+//     at every train interval point;
+//   - after every evaluation, a Katib-style metric line on stdout ("epoch=3 loss=0.512 accuracy=0.873":
+//     Katib's StdOut collector reads name=value pairs), after the task's own log lines;
+//   - --metrics-file: JSON lines {"type":"train",...} per interval point, {"type":"eval",...} per
+//     evaluation, {"type":"summary",...} at the end.
+// Points carry the numbers, the task decides which metrics an evaluation has. Other ranks construct
+// a disabled Reporter; every call is then a no-op.
+//
+//   Reporter reporter(ReporterOptions().enabled(rank0).progress("auto").metrics_file(path));
+//   reporter.train_interval(point);       // every --log-interval steps and at the epoch's last step
+//   reporter.evaluation(eval_point);      // every epoch end
+//   reporter.summary(JsonRecord().integer("steps", 1200));
+
+#include <torch/arg.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainer/json_record.h"
+#include "trainer/metrics_file.h"
+#include "trainer/progress_line.h"
+
+namespace ddp::trainer {
+
+/// What "[done/total]" in a plain progress line counts within the epoch.
+enum class ProgressCount { kSamples, kSteps };
+
+struct ReporterOptions {
+  /// This rank reports (rank 0).
+  TORCH_ARG(bool, enabled) = true;
+  /// auto (a bar on a terminal) | bar | plain.
+  TORCH_ARG(std::string, progress) = "auto";
+  /// JSON lines file; empty: none.
+  TORCH_ARG(std::string, metrics_file);
+  TORCH_ARG(ProgressCount, count) = ProgressCount::kSamples;
+  /// Decimals of images/s in progress lines (0 for thousands a second, 1 for large slow images).
+  TORCH_ARG(int, rate_decimals) = 0;
+};
+
+/// Training since the previous point.
+struct TrainPoint {
+  int64_t epoch = 0;  ///< 1-based, as printed
+  int64_t epochs = 0;
+  int64_t global_step = 0;
+  int64_t step_in_epoch = 0;      ///< steps done in this epoch
+  int64_t steps_in_epoch = 0;
+  int64_t samples_in_epoch = 0;   ///< this rank's samples done in this epoch
+  int64_t samples_per_epoch = 0;  ///< this rank's samples per epoch
+  double loss = 0;                ///< mean training loss over the interval (rank 0's batches)
+  double images_per_sec = 0;      ///< all ranks together, over the interval
+};
+
+/// One value of the Katib metric line: " name=<value formatted with `format`>".
+struct KatibMetric {
+  std::string name;
+  double value = 0;
+  const char* format = "%.6f";
+};
+
+/// An evaluation at an epoch's end (or at --max-steps).
+struct EvalPoint {
+  int64_t epoch = 0;  ///< 1-based, as printed
+  int64_t global_step = 0;
+  std::vector<std::string> log_lines;  ///< logged (INFO) before the metric line, e.g. "Test set: ..."
+  std::vector<KatibMetric> katib;      ///< after "epoch=N" on the metric line, in this order
+  JsonRecord fields;                   ///< the eval record's fields after type, step and epoch
+};
+
+class Reporter {
+ public:
+  explicit Reporter(const ReporterOptions& options);
+
+  bool enabled() const { return enabled_; }
+  void train_interval(const TrainPoint& p);
+  void evaluation(const EvalPoint& p);
+  /// {"type":"summary", <fields>} in the metrics file.
+  void summary(const JsonRecord& fields);
+
+ private:
+  bool enabled_;
+  ProgressCount count_;
+  int rate_decimals_;
+  ProgressLine progress_;
+  MetricsFile metrics_;
+};
+
+}  // namespace ddp::trainer

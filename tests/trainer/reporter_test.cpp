@@ -1,0 +1,118 @@
+// The one reporter both trainers use: progress lines, the Katib metric line on stdout and the JSON
+// lines of --metrics-file, in the formats the trainers' tests and docs rely on.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "trainer/interval_meter.h"
+#include "trainer/json_record.h"
+#include "trainer/reporter.h"
+
+namespace fs = std::filesystem;
+using namespace ddp::trainer;
+
+namespace {
+
+fs::path fresh_file(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("ddp-reporter-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  return d / "metrics.jsonl";
+}
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TrainPoint point() {
+  TrainPoint p;
+  p.epoch = 2;
+  p.epochs = 3;
+  p.global_step = 40;
+  p.step_in_epoch = 10;
+  p.steps_in_epoch = 20;
+  p.samples_in_epoch = 640;
+  p.samples_per_epoch = 1280;
+  p.loss = 0.5;
+  p.images_per_sec = 1234.5;
+  return p;
+}
+
+}  // namespace
+
+TEST(JsonRecord, FieldsInOrderCompactWithNulls) {
+  JsonRecord r;
+  r.string("type", "eval").integer("step", -3).number("loss", 0.25).number("auc", std::optional<double>());
+  r.numbers("per_class", std::vector<double>{1, 0.5}).numbers("column", {std::optional<double>(0.5), std::nullopt});
+  r.strings("names", {"a\"b"}).number("nan", std::nan(""));
+  EXPECT_EQ(r.str(), R"({"type":"eval","step":-3,"loss":0.25,"auc":null,"per_class":[1,0.5],"column":[0.5,null],)"
+                     R"("names":["a\"b"],"nan":null})");
+  JsonRecord head;
+  head.integer("a", 1);
+  EXPECT_EQ(head.append(JsonRecord()).append(JsonRecord().integer("b", 2)).str(), R"({"a":1,"b":2})");
+  EXPECT_EQ(JsonRecord().str(), "{}");
+}
+
+TEST(Reporter, TrainIntervalsEvaluationsAndSummaryInTheMetricsFile) {
+  const fs::path path = fresh_file("records");
+  {
+    Reporter r(ReporterOptions().enabled(true).progress("plain").metrics_file(path.string()));
+    r.train_interval(point());
+    EvalPoint e;
+    e.epoch = 2;
+    e.global_step = 40;
+    e.katib = {{"loss", 0.25}, {"accuracy", 0.875}, {"lr", 0.001, "%.6g"}};
+    e.fields.number("loss", 0.25).integer("total", 100);
+    testing::internal::CaptureStdout();
+    r.evaluation(e);
+    EXPECT_EQ(testing::internal::GetCapturedStdout(), "epoch=2 loss=0.250000 accuracy=0.875000 lr=0.001\n");
+    r.summary(JsonRecord().integer("steps", 40));
+  }
+  EXPECT_EQ(read_all(path), R"({"type":"train","step":40,"epoch":2,"loss":0.5,"images_per_sec":1234.5})"
+                            "\n"
+                            R"({"type":"eval","step":40,"epoch":2,"loss":0.25,"total":100})"
+                            "\n"
+                            R"({"type":"summary","steps":40})"
+                            "\n");
+  fs::remove_all(path.parent_path());
+}
+
+TEST(Reporter, ADisabledReporterWritesNothing) {
+  const fs::path path = fresh_file("disabled");
+  {
+    Reporter r(ReporterOptions().enabled(false).progress("bar").metrics_file(path.string()));
+    EXPECT_FALSE(r.enabled());
+    testing::internal::CaptureStdout();
+    r.train_interval(point());
+    r.evaluation(EvalPoint());
+    r.summary(JsonRecord().integer("steps", 1));
+    EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+  }
+  EXPECT_FALSE(fs::exists(path));
+}
+
+TEST(Reporter, PlainProgressLinesCountSamplesOrSteps) {
+  testing::internal::CaptureStderr();
+  Reporter(ReporterOptions().progress("plain")).train_interval(point());
+  Reporter(ReporterOptions().progress("plain").count(ProgressCount::kSteps).rate_decimals(1)).train_interval(point());
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("Train Epoch: 2 [640/1280 (50%)] Loss: 0.500000 (1234 images/s)"), std::string::npos) << err;
+  EXPECT_NE(err.find("Train Epoch: 2 [10/20 (50%)] Loss: 0.500000 (1234.5 images/s)"), std::string::npos) << err;
+}
+
+TEST(IntervalMeter, MeanLossOverTheIntervalThenStartsAgain) {
+  IntervalMeter meter(at::TensorOptions().dtype(at::kDouble));
+  meter.add(at::scalar_tensor(1.0), 8);
+  meter.add(at::scalar_tensor(2.0, at::kFloat), 8);  // converted to the sum's dtype
+  TrainPoint p = meter.take(point(), /*world_size=*/2);
+  EXPECT_DOUBLE_EQ(p.loss, 1.5);
+  EXPECT_GT(p.images_per_sec, 0);
+  EXPECT_EQ(p.global_step, 40) << "the rest of the point is kept";
+  meter.add(at::scalar_tensor(4.0), 8);
+  EXPECT_DOUBLE_EQ(meter.take(point(), 2).loss, 4.0);
+}
