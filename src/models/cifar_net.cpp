@@ -14,9 +14,9 @@ CifarNetImpl::CifarNetImpl() {
   fc3 = register_module("fc3", torch::nn::Linear(84, 10));
 }
 
-torch::Tensor CifarNetImpl::forward(torch::Tensor x) {
+at::Tensor CifarNetImpl::forward(const at::Tensor& images) {
   namespace F = torch::nn::functional;
-  x = pool->forward(F::relu(conv1->forward(x)));
+  at::Tensor x = pool->forward(F::relu(conv1->forward(images)));
   x = pool->forward(F::relu(conv2->forward(x)));
   x = x.view({-1, 16 * 5 * 5});
   x = F::relu(fc1->forward(x));

@@ -11,18 +11,19 @@
 //   ddp::models::CifarNet net;
 //   torch::Tensor logits = net->forward(images);     // images: float [N, 3, 32, 32]
 
-#include <torch/nn/module.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/pooling.h>
 #include <torch/nn/pimpl.h>
 
+#include "models/classifier.h"
+
 namespace ddp::models {
 
-class CifarNetImpl : public torch::nn::Module {
+class CifarNetImpl : public Classifier {
  public:
   CifarNetImpl();
-  torch::Tensor forward(torch::Tensor x);
+  at::Tensor forward(const at::Tensor& images) override;
 
   torch::nn::Conv2d conv1{nullptr};
   torch::nn::MaxPool2d pool{nullptr};

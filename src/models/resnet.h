@@ -10,13 +10,15 @@
 //   at::Tensor logits = net->forward(images);                        // [N, num_classes]
 
 #include <ATen/core/Tensor.h>
-#include <torch/nn/module.h>
+#include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "models/classifier.h"
 
 namespace ddp::models {
 
@@ -29,36 +31,23 @@ std::string to_string(ResNetArch arch);
 struct ResNetOptions {
   explicit ResNetOptions(ResNetArch arch = ResNetArch::kResNet18) : arch_(arch) {}
 
-  ResNetOptions& arch(ResNetArch v) { arch_ = v; return *this; }
+  TORCH_ARG(ResNetArch, arch);
   /// Image channels at the stem (1 for grayscale X-rays, 3 for RGB).
-  ResNetOptions& in_channels(int64_t v) { in_channels_ = v; return *this; }
+  TORCH_ARG(int64_t, in_channels) = 3;
   /// Outputs of the final fully connected layer `fc`.
-  ResNetOptions& num_classes(int64_t v) { num_classes_ = v; return *this; }
+  TORCH_ARG(int64_t, num_classes) = 1000;
   /// CIFAR stem: conv1 is 3x3 stride 1 padding 1 and there is no max-pool (for 32x32 inputs).
-  ResNetOptions& cifar_stem(bool v) { cifar_stem_ = v; return *this; }
+  TORCH_ARG(bool, cifar_stem) = false;
   /// Zero-initialise the last BN of every residual branch (torchvision's zero_init_residual).
-  ResNetOptions& zero_init_residual(bool v) { zero_init_residual_ = v; return *this; }
-
-  ResNetArch arch() const { return arch_; }
-  int64_t in_channels() const { return in_channels_; }
-  int64_t num_classes() const { return num_classes_; }
-  bool cifar_stem() const { return cifar_stem_; }
-  bool zero_init_residual() const { return zero_init_residual_; }
-
- private:
-  ResNetArch arch_;
-  int64_t in_channels_ = 3;
-  int64_t num_classes_ = 1000;
-  bool cifar_stem_ = false;
-  bool zero_init_residual_ = false;
+  TORCH_ARG(bool, zero_init_residual) = false;
 };
 
-class ResNetImpl : public torch::nn::Module {
+class ResNetImpl : public Classifier {
  public:
   explicit ResNetImpl(const ResNetOptions& options = ResNetOptions());
 
   /// [N, in_channels, H, W] -> logits [N, num_classes].
-  at::Tensor forward(const at::Tensor& x);
+  at::Tensor forward(const at::Tensor& x) override;
   /// Pooled features before `fc`: [N, feature_dim()].
   at::Tensor features(const at::Tensor& x);
   /// 512 for ResNet-18/34, 2048 for ResNet-50.

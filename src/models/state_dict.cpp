@@ -98,8 +98,8 @@ std::vector<char> state_dict_archive(const std::vector<std::pair<std::string, at
   return archive;
 }
 
-void write_state_dict(const std::map<std::string, at::Tensor>& entries, const std::string& path) {
-  std::vector<char> bytes = state_dict_archive({entries.begin(), entries.end()});
+void write_state_dict(const std::vector<std::pair<std::string, at::Tensor>>& entries, const std::string& path) {
+  std::vector<char> bytes = state_dict_archive(entries);
   // Temporary file + rename: a reader never sees half a file.
   const fs::path target(path);
   std::error_code ec;
@@ -113,6 +113,17 @@ void write_state_dict(const std::map<std::string, at::Tensor>& entries, const st
   }
   fs::rename(tmp, target, ec);
   if (ec) throw ddp::DataError("cannot move '" + tmp + "' to '" + path + "': " + ec.message());
+}
+
+void write_state_dict(const std::map<std::string, at::Tensor>& entries, const std::string& path) {
+  write_state_dict(std::vector<std::pair<std::string, at::Tensor>>(entries.begin(), entries.end()), path);
+}
+
+std::vector<std::pair<std::string, at::Tensor>> state_dict_in_order(const torch::nn::Module& module) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) out.emplace_back(p.key(), p.value());
+  for (const auto& b : module.named_buffers(/*recurse=*/true)) out.emplace_back(b.key(), b.value());
+  return out;
 }
 
 std::map<std::string, at::Tensor> state_dict_of(torch::nn::Module& module) {

@@ -8,6 +8,7 @@
 //   DDP_LOG(INFO) << report.summary();
 
 #include <ATen/core/Tensor.h>
+#include <torch/arg.h>
 
 #include <map>
 #include <string>
@@ -23,21 +24,12 @@ namespace ddp::models {
 struct LoadStateDictOptions {
   /// Names starting with this prefix form the head: when the file's head has other shapes
   /// (ImageNet's 1000 classes) or is absent, the module keeps its own initialisation.
-  LoadStateDictOptions& head_prefix(std::string v) { head_prefix_ = std::move(v); return *this; }
+  TORCH_ARG(std::string, head_prefix) = "fc.";
   /// Entry whose input channels may be adapted: a file with 3 (RGB) input channels loads into a
   /// module with 1 by averaging over the channel dimension (dim 1).
-  LoadStateDictOptions& stem_name(std::string v) { stem_name_ = std::move(v); return *this; }
+  TORCH_ARG(std::string, stem_name) = "conv1.weight";
   /// Ignore entries of the file the module does not have (default: DataError naming them).
-  LoadStateDictOptions& allow_unexpected(bool v) { allow_unexpected_ = v; return *this; }
-
-  const std::string& head_prefix() const { return head_prefix_; }
-  const std::string& stem_name() const { return stem_name_; }
-  bool allow_unexpected() const { return allow_unexpected_; }
-
- private:
-  std::string head_prefix_ = "fc.";
-  std::string stem_name_ = "conv1.weight";
-  bool allow_unexpected_ = false;
+  TORCH_ARG(bool, allow_unexpected) = false;
 };
 
 struct LoadStateDictReport {
@@ -57,8 +49,15 @@ std::map<std::string, at::Tensor> read_state_dict(const std::string& path);
 /// with weights_only=False, as do 1.x and read_state_dict.
 std::vector<char> state_dict_archive(const std::vector<std::pair<std::string, at::Tensor>>& entries);
 
-/// Writes `entries` (atomically, creating the folder) so that Python's torch.load and read_state_dict read them back.
+/// Writes `entries` (atomically, creating the folder) so that Python's torch.load and read_state_dict read them back,
+/// in this order. DataError naming the file when it cannot be written.
+void write_state_dict(const std::vector<std::pair<std::string, at::Tensor>>& entries, const std::string& path);
+/// The same, in name order.
 void write_state_dict(const std::map<std::string, at::Tensor>& entries, const std::string& path);
+
+/// Every parameter and buffer of `module` in the order of Python's state_dict(): parameters, then
+/// buffers, each in module order (what `torch.save(net.state_dict())` would write).
+std::vector<std::pair<std::string, at::Tensor>> state_dict_in_order(const torch::nn::Module& module);
 
 /// Every parameter and buffer of `module`, by its dotted name (Python's state_dict keys).
 std::map<std::string, at::Tensor> state_dict_of(torch::nn::Module& module);
