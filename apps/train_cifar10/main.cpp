@@ -3,15 +3,15 @@
 #include <ddp/errors.h>
 #include <ddp/signals.h>
 
-#include "train_options.h"
-#include "trainer.h"
+#include "options.h"
+#include "train.h"
 
 int main(int argc, char** argv) {
   try {
-    auto options = train_cifar10::parse_train_options(argc, argv, train_cifar10::process_environment());
+    auto options = train_cifar10::parse_options(argc, argv);
     if (!options) return 0;  // --help or --version
     ddp::install_stop_handlers();  // SIGTERM: finish the step, checkpoint, exit 143
-    return train_cifar10::run_training(*options);
+    return train_cifar10::train(*options);
   } catch (const std::exception& e) {
     return ddp::report_and_exit_code(e);
   }

@@ -3,6 +3,8 @@
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
+#include <ddp/errors.h>
+
 namespace train_ranzcr {
 namespace {
 
@@ -19,6 +21,13 @@ void enable_cuda_bf16(bool on) {
 #endif
 
 }  // namespace
+
+bool autocast_wanted(const std::string& amp_flag, const ddp::trainer::DeviceChoice& device) {
+  if (amp_flag != "bf16") return false;
+  if (!device.device.is_cuda())
+    throw ddp::ConfigError("--amp bf16 needs a CUDA device; this run uses " + device.device.str() + " (" + device.why + ")");
+  return true;
+}
 
 AutocastScope::AutocastScope(bool enabled) : enabled_(enabled) {
   if (!enabled_) return;

@@ -1,6 +1,7 @@
 #include "evaluate.h"
 
 #include "amp.h"
+#include "data/ranzcr/auc.h"
 #include "data/ranzcr/gather.h"
 #include "data/ranzcr/records.h"
 
@@ -9,7 +10,29 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <cmath>
+
 namespace train_ranzcr {
+namespace {
+
+using ddp::ranzcr::kNumLabels;
+
+// Mean binary cross-entropy with logits over the valid rows.
+double bce_of(const Predictions& p) {
+  double sum = 0;
+  int64_t n = 0;
+  for (int64_t i = 0; i < p.rows(); ++i) {
+    if (!p.valid[static_cast<size_t>(i)]) continue;
+    for (int c = 0; c < kNumLabels; ++c) {
+      const double x = p.logits[static_cast<size_t>(i * kNumLabels + c)], y = p.targets[static_cast<size_t>(i * kNumLabels + c)];
+      sum += std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::abs(x)));  // stable BCE with logits
+      ++n;
+    }
+  }
+  return n ? sum / n : 0.0;
+}
+
+}  // namespace
 
 std::vector<int64_t> strided_share(const std::vector<int64_t>& indices, int rank, int world) {
   std::vector<int64_t> share;
@@ -19,10 +42,9 @@ std::vector<int64_t> strided_share(const std::vector<int64_t>& indices, int rank
   return share;
 }
 
-Predictions predict_all(ddp::models::ResNet& net, ddp::ranzcr::BatchLoader& loader,
+Predictions predict_all(const std::shared_ptr<ddp::models::Classifier>& net, ddp::ranzcr::BatchLoader& loader,
                         const std::vector<int64_t>& indices, ddp::ProcessGroup& pg, const c10::Device& device,
                         bool amp) {
-  using ddp::ranzcr::kNumLabels;
   const bool was_training = net->is_training();
   net->eval();
   torch::NoGradGuard no_grad;
@@ -61,6 +83,45 @@ Predictions predict_all(ddp::models::ResNet& net, ddp::ranzcr::BatchLoader& load
     std::copy(r + kNumLabels, r + 2 * kNumLabels, p.targets.begin() + i * kNumLabels);
     p.valid[static_cast<size_t>(i)] = r[2 * kNumLabels] > 0.5f ? 1 : 0;
   }
+  return p;
+}
+
+void fill_validation_metrics(const Predictions& p, EpochMetrics* m) {
+  std::vector<float> scores, targets;
+  for (int64_t i = 0; i < p.rows(); ++i) {
+    if (!p.valid[static_cast<size_t>(i)]) continue;
+    scores.insert(scores.end(), p.logits.begin() + i * kNumLabels, p.logits.begin() + (i + 1) * kNumLabels);
+    targets.insert(targets.end(), p.targets.begin() + i * kNumLabels, p.targets.begin() + (i + 1) * kNumLabels);
+  }
+  m->val_images = static_cast<int64_t>(scores.size() / kNumLabels);
+  if (m->val_images == 0) return;
+  m->val_loss = bce_of(p);
+  // AUC depends only on the order of the scores: logits order like probabilities.
+  auto report = ddp::ranzcr::column_aucs(scores, targets, kNumLabels);
+  m->column_auc = report.per_column;
+  for (int c : report.single_class) m->single_class_columns.push_back(ddp::ranzcr::label_columns()[c]);
+  if (report.columns_used > 0) m->auc = report.mean;
+}
+
+ddp::trainer::EvalPoint eval_point(const EpochMetrics& m) {
+  ddp::trainer::EvalPoint p;
+  p.epoch = m.epoch;
+  p.global_step = m.global_step;
+  p.katib.push_back({"loss", m.loss});
+  if (m.val_loss) p.katib.push_back({"val_loss", *m.val_loss});
+  if (m.auc) p.katib.push_back({"auc", *m.auc});
+  p.katib.push_back({"lr", m.lr, "%.6g"});
+  p.fields.number("train_loss", m.loss)
+      .number("loss", m.val_loss)
+      .number("auc", m.auc)
+      .numbers("column_auc", m.column_auc)
+      .strings("single_class_columns", m.single_class_columns)
+      .integer("val_images", m.val_images)
+      .number("lr", m.lr)
+      .number("images_per_sec", m.images_per_sec)
+      .number("epoch_seconds", m.epoch_seconds)
+      .number("data_wait_s", m.data_wait_s)
+      .integer("bad_images", m.bad_images);
   return p;
 }
 

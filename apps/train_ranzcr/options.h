@@ -1,16 +1,23 @@
 #pragma once
-// Command line of train_ranzcr (see docs/RANZCR.md for the full list and examples).
+// Command line of train_ranzcr (see docs/RANZCR.md for the full list and examples): the runtime
+// flags every trainer shares (src/trainer/runtime_flags.h), the checkpoint flags, and RANZCR's own.
 
 #include <ddp/checkpoint_flags.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "trainer/runtime_flags.h"
 
 namespace train_ranzcr {
 
 struct Options {
+  /// --data-dir (holds train.csv and train/ and test/), --model-dir, --metrics-file, --backend,
+  /// --device, --threads, --progress, --log-interval, --max-steps.
+  ddp::trainer::RuntimeOptions runtime;
+
   // Data
-  std::string data_dir;       ///< holds train.csv and train/ (and test/); $SM_CHANNEL_TRAIN(ING)
   std::string csv;            ///< default <data_dir>/train.csv
   std::string image_dir;      ///< default <data_dir>/train
   int image_size = 224;
@@ -38,15 +45,6 @@ struct Options {
   std::string amp = "none";       ///< none | bf16 (CUDA only)
   uint64_t seed = 0;
 
-  // Runtime
-  std::string device = "auto";    ///< auto | cpu | cuda
-  std::string backend = "auto";   ///< auto | gloo | nccl
-  int threads = 0;                ///< intra-op threads per rank; 0: cores / local ranks
-  std::string metrics_file;
-  std::string progress = "auto";  ///< auto (a bar on a terminal, plain lines otherwise) | bar | plain
-  int64_t log_interval = 10;      ///< plain progress lines and JSON "train" records every N steps
-  int64_t max_steps = 0;          ///< stop after N optimizer steps (validate, save); 0: no limit
-  std::string model_dir;          ///< rank 0 writes model.pt here ($SM_MODEL_DIR, else ./model)
   ddp::CheckpointFlags checkpoint;
 
   // Prediction
@@ -56,9 +54,8 @@ struct Options {
   std::string weights;            ///< state_dict file; else the newest checkpoint, else <model_dir>/model.pt
 };
 
-/// Parses and validates argv. ConfigError naming the flag and value. For --help and --version,
-/// `help` is set and `usage` holds the text to print before exiting 0 (the usage with the
-/// environment variables and exit codes, or the version line).
-Options parse_options(int argc, char** argv, bool* help, std::string* usage);
+/// Parses and validates argv (SM_* defaults from the environment). ConfigError naming the flag and
+/// value. nullopt after printing --help (with the environment variables and exit codes) or --version.
+std::optional<Options> parse_options(int argc, char** argv);
 
 }  // namespace train_ranzcr

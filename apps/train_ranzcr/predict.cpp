@@ -1,10 +1,10 @@
 // --predict: probabilities for every test image, written as Kaggle's submission by rank 0.
 #include "evaluate.h"
-#include "session.h"
+#include "train.h"
 
 #include "data/ranzcr/loader.h"
 #include "data/ranzcr/records.h"
-#include "models/resnet.h"
+#include "models/model_factory.h"
 #include "models/state_dict.h"
 
 #include <ddp/checkpoint.h>
@@ -17,7 +17,7 @@
 
 namespace train_ranzcr {
 
-int predict(const Options& o, Session& session) {
+int predict(const Options& o, const ddp::trainer::Session& session, bool amp) {
   using ddp::ranzcr::kNumLabels;
   ddp::ProcessGroup& pg = *session.pg;
   auto dataset = std::make_shared<ddp::ranzcr::Dataset>(ddp::ranzcr::list_test_images(o.test_dir), o.test_dir);
@@ -29,10 +29,10 @@ int predict(const Options& o, Session& session) {
                                                .skip_bad_images(o.skip_bad_images)
                                                .cache_dir(o.cache_dir)
                                                .pin_memory(session.device.is_cuda()));
-  using namespace ddp::models;
-  ResNet net(ResNetOptions(parse_resnet_arch(o.arch)).in_channels(1).num_classes(kNumLabels));
+  std::shared_ptr<ddp::models::Classifier> net =
+      ddp::models::make_model(ddp::models::ModelOptions(o.arch).in_channels(1).num_classes(kNumLabels)).module;
   if (!o.weights.empty()) {
-    auto report = load_state_dict(*net, o.weights);
+    auto report = ddp::models::load_state_dict(*net, o.weights);
     if (!report.kept.empty() || !report.adapted.empty()) {
       throw ddp::DataError("--weights " + o.weights + " is not a trained " + o.arch + " (" + report.summary() +
                            "); use the model.pt train_ranzcr wrote");
@@ -51,7 +51,7 @@ int predict(const Options& o, Session& session) {
   net->to(session.device);
   std::vector<int64_t> all(dataset->records.size());
   std::iota(all.begin(), all.end(), 0);
-  Predictions p = predict_all(net, loader, all, pg, session.device, session.amp);
+  Predictions p = predict_all(net, loader, all, pg, session.device, amp);
   if (pg.rank() == 0) {
     // Rows arrive in rank order; put them back in file order.
     std::vector<std::string> uids(dataset->records.size());

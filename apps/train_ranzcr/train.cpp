@@ -1,23 +1,29 @@
-// The training loop: patient-grouped split, DDP ResNet, Adam, per-epoch validation with the
-// Kaggle metric computed over every rank's predictions, checkpoints and graceful stop.
+// The training loop: patient-grouped split, DDP model (--arch, models/model_factory.h), Adam,
+// per-epoch validation with the Kaggle metric computed over every rank's predictions, checkpoints
+// and graceful stop. One Trainer per rank; every rank runs the same steps in the same order.
+//
+// Where the state of the run lives (what a checkpoint saves and --resume restores): progress_
+// (epoch, step, samples of the epoch), the sampler (set_epoch + set_start_index from progress_),
+// torch's default generator (seeded from --seed before the model is built), the optimizer; the
+// learning rate is a function of progress_ (schedule.h).
+#include "train.h"
+
 #include "amp.h"
 #include "evaluate.h"
-#include "report.h"
 #include "schedule.h"
-#include "session.h"
 
-#include "data/ranzcr/auc.h"
 #include "data/ranzcr/loader.h"
 #include "data/ranzcr/records.h"
 #include "data/ranzcr/split.h"
-#include "models/resnet.h"
-#include "models/state_dict.h"
+#include "models/model_factory.h"
+#include "trainer/interval_meter.h"
+#include "trainer/reporter.h"
+#include "trainer/step_end.h"
 
 #include <ddp/checkpoint.h>
 #include <ddp/distributed_data_parallel.h>
 #include <ddp/distributed_sampler.h>
 #include <ddp/errors.h>
-#include <ddp/init.h>
 #include <ddp/logging.h>
 #include <ddp/process_group.h>
 #include <ddp/signals.h>
@@ -27,7 +33,6 @@
 #include <torch/utils.h>
 
 #include <chrono>
-#include <cmath>
 #include <set>
 
 namespace train_ranzcr {
@@ -35,6 +40,8 @@ namespace {
 
 using ddp::ranzcr::kNumLabels;
 using Clock = std::chrono::steady_clock;
+using Model = std::shared_ptr<ddp::models::Classifier>;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Mean binary cross-entropy over the valid rows (a row whose image could not be decoded counts 0).
 at::Tensor masked_bce(const at::Tensor& logits, const at::Tensor& targets, const at::Tensor& valid, int64_t num_valid) {
@@ -42,37 +49,6 @@ at::Tensor masked_bce(const at::Tensor& logits, const at::Tensor& targets, const
   at::Tensor per = F::binary_cross_entropy_with_logits(
       logits.to(at::kFloat), targets, F::BinaryCrossEntropyWithLogitsFuncOptions().reduction(torch::kNone));
   return (per * valid).sum() / static_cast<double>(std::max<int64_t>(1, num_valid * kNumLabels));
-}
-
-double bce_of(const Predictions& p) {
-  double sum = 0;
-  int64_t n = 0;
-  for (int64_t i = 0; i < p.rows(); ++i) {
-    if (!p.valid[static_cast<size_t>(i)]) continue;
-    for (int c = 0; c < kNumLabels; ++c) {
-      const double x = p.logits[static_cast<size_t>(i * kNumLabels + c)], y = p.targets[static_cast<size_t>(i * kNumLabels + c)];
-      sum += std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::abs(x)));  // stable BCE with logits
-      ++n;
-    }
-  }
-  return n ? sum / n : 0.0;
-}
-
-void fill_validation_metrics(const Predictions& p, EpochMetrics* m) {
-  std::vector<float> scores, targets;
-  for (int64_t i = 0; i < p.rows(); ++i) {
-    if (!p.valid[static_cast<size_t>(i)]) continue;
-    scores.insert(scores.end(), p.logits.begin() + i * kNumLabels, p.logits.begin() + (i + 1) * kNumLabels);
-    targets.insert(targets.end(), p.targets.begin() + i * kNumLabels, p.targets.begin() + (i + 1) * kNumLabels);
-  }
-  m->val_images = static_cast<int64_t>(scores.size() / kNumLabels);
-  if (m->val_images == 0) return;
-  m->val_loss = bce_of(p);
-  // AUC depends only on the order of the scores: logits order like probabilities.
-  auto report = ddp::ranzcr::column_aucs(scores, targets, kNumLabels);
-  m->column_auc = report.per_column;
-  for (int c : report.single_class) m->single_class_columns.push_back(ddp::ranzcr::label_columns()[c]);
-  if (report.columns_used > 0) m->auc = report.mean;
 }
 
 std::string describe_split(const std::vector<ddp::ranzcr::Record>& records, const ddp::ranzcr::Split& s) {
@@ -86,21 +62,23 @@ std::string describe_split(const std::vector<ddp::ranzcr::Record>& records, cons
          " patients)";
 }
 
-}  // namespace
+// The labelled images, their patient-grouped split, and a loader for each side.
+struct TrainData {
+  std::shared_ptr<ddp::ranzcr::Dataset> dataset;
+  int64_t missing = 0;  ///< images skipped up front (--skip-bad-images)
+  ddp::ranzcr::Split split;
+  std::unique_ptr<ddp::ranzcr::BatchLoader> train_loader, val_loader;
+};
 
-int train(const Options& o, Session& session) {
-  ddp::ProcessGroup& pg = *session.pg;
-  const bool rank0 = pg.rank() == 0;
-
-  // ---- data
-  auto dataset = std::make_shared<ddp::ranzcr::Dataset>(ddp::ranzcr::read_train_csv(o.csv), o.image_dir);
-  const int64_t missing = ddp::ranzcr::check_images_exist(*dataset, o.skip_bad_images);
-  const ddp::ranzcr::Split split = o.folds > 0
-                                       ? ddp::ranzcr::kfold_by_patient(dataset->records, o.folds, o.fold, o.split_seed)
-                                       : ddp::ranzcr::split_by_patient(dataset->records, o.val_fraction, o.split_seed);
-  if (split.train.empty()) throw ddp::ConfigError("the split leaves no training image");
-  if (rank0) {
-    DDP_LOG(INFO) << o.csv << ": " << describe_split(dataset->records, split)
+TrainData load_data(const Options& o, const ddp::trainer::Session& session) {
+  TrainData d;
+  d.dataset = std::make_shared<ddp::ranzcr::Dataset>(ddp::ranzcr::read_train_csv(o.csv), o.image_dir);
+  d.missing = ddp::ranzcr::check_images_exist(*d.dataset, o.skip_bad_images);
+  d.split = o.folds > 0 ? ddp::ranzcr::kfold_by_patient(d.dataset->records, o.folds, o.fold, o.split_seed)
+                        : ddp::ranzcr::split_by_patient(d.dataset->records, o.val_fraction, o.split_seed);
+  if (d.split.train.empty()) throw ddp::ConfigError("the split leaves no training image");
+  if (session.rank0()) {
+    DDP_LOG(INFO) << o.csv << ": " << describe_split(d.dataset->records, d.split)
                   << (o.folds > 0 ? ", fold " + std::to_string(o.fold) + " of " + std::to_string(o.folds) : "");
   }
   auto loader_options = ddp::ranzcr::LoaderOptions()
@@ -112,154 +90,219 @@ int train(const Options& o, Session& session) {
                             .skip_bad_images(o.skip_bad_images)
                             .cache_dir(o.cache_dir)
                             .pin_memory(session.device.is_cuda());
-  ddp::ranzcr::BatchLoader train_loader(dataset, ddp::ranzcr::LoaderOptions(loader_options).augment(o.augment));
-  ddp::ranzcr::BatchLoader val_loader(dataset, loader_options);
+  d.train_loader = std::make_unique<ddp::ranzcr::BatchLoader>(d.dataset, ddp::ranzcr::LoaderOptions(loader_options).augment(o.augment));
+  d.val_loader = std::make_unique<ddp::ranzcr::BatchLoader>(d.dataset, loader_options);
+  return d;
+}
 
-  // ---- model and optimiser
+// The seeded model (--arch, --pretrained, --freeze-backbone) on the session's device.
+Model build_model(const Options& o, const ddp::trainer::Session& session) {
   torch::manual_seed(o.seed);
-  using namespace ddp::models;
-  ResNet net(ResNetOptions(parse_resnet_arch(o.arch)).in_channels(1).num_classes(kNumLabels));
-  if (!o.pretrained.empty()) {
-    auto report = load_state_dict(*net, o.pretrained);
-    if (rank0) {
-      DDP_LOG(INFO) << "--pretrained " << o.pretrained << ": " << report.summary();
-    }
+  auto built = ddp::models::make_model(ddp::models::ModelOptions(o.arch)
+                                           .in_channels(1)
+                                           .num_classes(kNumLabels)
+                                           .pretrained(o.pretrained)
+                                           .freeze_backbone(o.freeze_backbone));
+  if (built.pretrained && session.rank0()) {
+    DDP_LOG(INFO) << "--pretrained " << o.pretrained << ": " << built.pretrained->summary();
   }
-  if (o.freeze_backbone) net->set_backbone_trainable(false);
-  net->to(session.device);
+  built.module->to(session.device);
+  return built.module;
+}
+
+std::vector<at::Tensor> trainable_parameters(const Model& net) {
   std::vector<at::Tensor> trainable;
   for (auto& p : net->parameters()) {
     if (p.requires_grad()) trainable.push_back(p);
   }
-  torch::optim::Adam optimizer(trainable, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
+  return trainable;
+}
 
-  ddp::Checkpointer checkpointer(o.checkpoint.options(), session.pg);
-  ddp::TrainingProgress progress;
-  // The Checkpointer logs which file it resumed from (or why it starts fresh).
-  if (auto resumed = checkpointer.resume(o.checkpoint.resume, *net, &optimizer)) progress = resumed->progress;
-  const std::map<std::string, std::string> metadata = {
-      {"trainer", "train_ranzcr"}, {"arch", o.arch}, {"image_size", std::to_string(o.image_size)}};
-  ddp::DistributedDataParallel<ResNet> model(net, session.pg);
+class Trainer {
+ public:
+  Trainer(const Options& o, const ddp::trainer::Session& session, bool amp)
+      : o_(o),
+        session_(session),
+        pg_(*session.pg),
+        amp_(amp),
+        data_(load_data(o, session)),
+        net_(build_model(o, session)),
+        optimizer_(trainable_parameters(net_), torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay)),
+        checkpointer_(o.checkpoint.options(), session.pg),
+        metadata_{{"trainer", "train_ranzcr"}, {"arch", o.arch}, {"image_size", std::to_string(o.image_size)}} {}
 
-  ddp::DistributedSampler sampler(static_cast<int64_t>(split.train.size()), pg.size(), pg.rank(),
-                                  /*shuffle=*/true, static_cast<int64_t>(o.seed));
-  const int64_t steps_per_epoch = (sampler.num_samples() + o.batch_size - 1) / o.batch_size;
-  const LrSchedule schedule(o, steps_per_epoch);
-  Reporter reporter(rank0, o.progress, o.metrics_file);
-  ddp::StopVote stop_vote(pg);
+  /// Resume, the epoch loop, the final save. The exit code.
+  int run() {
+    // The Checkpointer logs which file it resumed from (or why it starts fresh).
+    if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *net_, &optimizer_)) progress_ = resumed->progress;
+    ddp::DistributedDataParallel<Model> model(net_, session_.pg);
+    ddp::DistributedSampler sampler(static_cast<int64_t>(data_.split.train.size()), pg_.size(), pg_.rank(),
+                                    /*shuffle=*/true, static_cast<int64_t>(o_.seed));
+    steps_per_epoch_ = (sampler.num_samples() + o_.batch_size - 1) / o_.batch_size;
+    const LrSchedule schedule(o_, steps_per_epoch_);
+    EpochMetrics last;
+    bool out_of_steps = false;
+    while (progress_.epoch < o_.epochs && !out_of_steps) {
+      EpochMetrics m;
+      const EpochEnd end = train_epoch(model, sampler, schedule, &m);
+      if (end == EpochEnd::kStopSignal) return ddp::stop_exit_code();
+      out_of_steps = end == EpochEnd::kOutOfSteps;
+      validate(&m);
+      // Unlike a --max-steps stop mid-epoch, a finished epoch checkpoints the next one's start.
+      if (!out_of_steps) progress_.next_epoch();
+      checkpointer_.save(*net_, &optimizer_, progress_, metadata_);
+      m.global_step = progress_.global_step;
+      report(m);
+      last = m;
+    }
+    finish(last);
+    return 0;
+  }
 
-  EpochMetrics last;
-  bool step_limit_hit = false;
-  while (progress.epoch < o.epochs && !step_limit_hit) {
-    const int64_t epoch = progress.epoch;
+ private:
+  enum class EpochEnd { kDone, kOutOfSteps, kStopSignal };
+
+  /// The optimizer steps of one epoch (from progress_, so a resumed epoch continues mid-way), and
+  /// the epoch's training numbers in `m`.
+  EpochEnd train_epoch(ddp::DistributedDataParallel<Model>& model, ddp::DistributedSampler& sampler,
+                       const LrSchedule& schedule, EpochMetrics* m) {
+    const int64_t epoch = progress_.epoch;
     sampler.set_epoch(epoch);
-    sampler.set_start_index(progress.samples_in_epoch);
+    sampler.set_start_index(progress_.samples_in_epoch);
     std::vector<int64_t> indices;
-    for (int64_t pos : sampler.indices()) indices.push_back(split.train[static_cast<size_t>(pos)]);
-    train_loader.start_epoch(std::move(indices), static_cast<uint64_t>(epoch));
-    net->train();
-    const auto t0 = Clock::now();
-    const double wait0 = train_loader.wait_seconds();
-    at::Tensor loss_sum = at::zeros({2}, at::TensorOptions(session.device).dtype(at::kDouble));  // sum, rows
+    for (int64_t pos : sampler.indices()) indices.push_back(data_.split.train[static_cast<size_t>(pos)]);
+    data_.train_loader->start_epoch(std::move(indices), static_cast<uint64_t>(epoch));
+    net_->train();
+    const auto t0 = epoch_start_ = Clock::now();
+    const double wait0 = data_.train_loader->wait_seconds();
+    at::Tensor loss_sum = at::zeros({2}, at::TensorOptions(session_.device).dtype(at::kDouble));  // sum, rows
     int64_t images = 0;
     // Progress points: rank 0's mean loss and all ranks' images/s since the last point.
-    at::Tensor point_loss = at::zeros({}, at::TensorOptions(session.device).dtype(at::kDouble));
-    int64_t point_steps = 0, point_images = 0;
-    auto point_start = Clock::now();
+    ddp::trainer::IntervalMeter interval(at::TensorOptions(session_.device).dtype(at::kDouble));
+    EpochEnd end = EpochEnd::kDone;
     ddp::ranzcr::Batch batch;
-    while (train_loader.next(&batch)) {
-      const double lr = schedule.at(progress);
-      for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
-      const bool pinned = batch.images.is_pinned();
-      at::Tensor x = batch.images.to(session.device, pinned);
-      at::Tensor y = batch.targets.to(session.device, pinned);
-      at::Tensor valid = at::tensor(std::vector<float>(batch.valid.begin(), batch.valid.end()))
-                             .unsqueeze(1)
-                             .to(session.device);
-      optimizer.zero_grad();
-      at::Tensor logits;
-      {
-        AutocastScope autocast(session.amp);
-        logits = model(x);
-      }
-      at::Tensor loss = masked_bce(logits, y, valid, batch.num_valid);
-      loss.backward();
-      optimizer.step();
-      {
-        torch::NoGradGuard no_grad;
-        loss_sum[0] += loss.detach().to(at::kDouble) * static_cast<double>(batch.num_valid);
-        loss_sum[1] += static_cast<double>(batch.num_valid);
-        point_loss += loss.detach().to(at::kDouble);
-      }
+    while (data_.train_loader->next(&batch)) {
+      const double lr = schedule.at(progress_);
+      for (auto& group : optimizer_.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+      const at::Tensor loss = step(model, batch, loss_sum);
+      interval.add(loss, batch.images.size(0));
       images += batch.images.size(0);
-      point_images += batch.images.size(0);
-      ++point_steps;
-      progress.step_done(batch.images.size(0));
-      const bool epoch_done = progress.step_in_epoch == steps_per_epoch;
-      step_limit_hit = o.max_steps > 0 && progress.global_step >= o.max_steps;
-      if (rank0 && (progress.global_step % o.log_interval == 0 || epoch_done || step_limit_hit)) {
-        const double dt = std::chrono::duration<double>(Clock::now() - point_start).count();
-        StepPoint p;
-        p.epoch = epoch + 1;
-        p.epochs = o.epochs;
-        p.global_step = progress.global_step;
-        p.step_in_epoch = progress.step_in_epoch;
-        p.steps_in_epoch = steps_per_epoch;
-        p.loss = point_loss.item<double>() / static_cast<double>(std::max<int64_t>(1, point_steps));  // one sync per point
-        p.images_per_sec = dt > 0 ? static_cast<double>(point_images * pg.size()) / dt : 0;
-        reporter.train_point(p);
-        point_loss.zero_();
-        point_steps = point_images = 0;
-        point_start = Clock::now();
+      progress_.step_done(batch.images.size(0));
+      const bool epoch_done = progress_.step_in_epoch == steps_per_epoch_;
+      const bool out_of_steps = o_.runtime.max_steps() > 0 && progress_.global_step >= o_.runtime.max_steps();
+      if (session_.rank0() && (progress_.global_step % o_.runtime.log_interval() == 0 || epoch_done || out_of_steps))
+        reporter_.train_interval(interval.take(train_point(sampler), pg_.size()));  // one sync per point
+      if (ddp::trainer::checkpoint_or_stop(stop_, checkpointer_, *net_, &optimizer_, progress_, metadata_))
+        return EpochEnd::kStopSignal;
+      if (out_of_steps) {
+        end = EpochEnd::kOutOfSteps;
+        break;
       }
-      const bool stop = stop_vote.poll();
-      if (stop || checkpointer.due(progress)) checkpointer.save(*net, &optimizer, progress, metadata);
-      if (stop) {
-        if (rank0) {
-          DDP_LOG(WARN) << "stop requested: checkpointed at " << progress.describe() << ", exiting";
-        }
-        return ddp::stop_exit_code();
-      }
-      if (step_limit_hit) break;
     }
-    EpochMetrics m;
-    m.epoch = epoch + 1;
-    m.lr = schedule.at(progress);
-    const double train_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    m.images_per_sec = train_seconds > 0 ? static_cast<double>(images * pg.size()) / train_seconds : 0;
-    m.data_wait_s = train_loader.wait_seconds() - wait0;
+    m->epoch = epoch + 1;
+    m->lr = schedule.at(progress_);
+    const double train_seconds = seconds_since(t0);
+    m->images_per_sec = train_seconds > 0 ? static_cast<double>(images * pg_.size()) / train_seconds : 0;
+    m->data_wait_s = data_.train_loader->wait_seconds() - wait0;
     std::vector<at::Tensor> sums = {loss_sum};
-    pg.allreduce(sums)->wait();
+    pg_.allreduce(sums)->wait();
     at::Tensor totals = loss_sum.cpu();
-    m.loss = totals[1].item<double>() > 0 ? totals[0].item<double>() / totals[1].item<double>() : 0.0;
+    m->loss = totals[1].item<double>() > 0 ? totals[0].item<double>() / totals[1].item<double>() : 0.0;
+    return end;
+  }
 
-    // Every rank evaluates the same model: rank 0's BatchNorm statistics.
-    std::vector<at::Tensor> buffers = net->buffers();
-    if (!buffers.empty() && pg.size() > 1) pg.broadcast(buffers, 0)->wait();
-    if (!split.val.empty()) {
-      fill_validation_metrics(predict_all(net, val_loader, split.val, pg, session.device, session.amp), &m);
+  /// One optimizer step on `batch`; adds the loss times the valid rows to `loss_sum` (no sync).
+  at::Tensor step(ddp::DistributedDataParallel<Model>& model, const ddp::ranzcr::Batch& batch, at::Tensor& loss_sum) {
+    const bool pinned = batch.images.is_pinned();
+    at::Tensor x = batch.images.to(session_.device, pinned);
+    at::Tensor y = batch.targets.to(session_.device, pinned);
+    at::Tensor valid = at::tensor(std::vector<float>(batch.valid.begin(), batch.valid.end()))
+                           .unsqueeze(1)
+                           .to(session_.device);
+    optimizer_.zero_grad();
+    at::Tensor logits;
+    {
+      AutocastScope autocast(amp_);
+      logits = model(x);
     }
-    m.bad_images = missing + train_loader.bad_images() + val_loader.bad_images();
-    m.epoch_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-
-    if (!step_limit_hit) progress.next_epoch();
-    checkpointer.save(*net, &optimizer, progress, metadata);
-    m.global_step = progress.global_step;
-    reporter.epoch_end(m);
-    last = m;
+    at::Tensor loss = masked_bce(logits, y, valid, batch.num_valid);
+    loss.backward();
+    optimizer_.step();
+    torch::NoGradGuard no_grad;
+    loss_sum[0] += loss.detach().to(at::kDouble) * static_cast<double>(batch.num_valid);
+    loss_sum[1] += static_cast<double>(batch.num_valid);
+    return loss;
   }
 
-  if (rank0) {
-    const std::string path = o.model_dir + "/model.pt";
-    ddp::models::write_state_dict(ddp::models::state_dict_of(*net), path);
-    DDP_LOG(INFO) << "weights written to " << path;
-    reporter.metrics_record("{\"type\":\"summary\",\"epochs\":" + std::to_string(progress.epoch) +
-                            ",\"steps\":" + std::to_string(progress.global_step) +
-                            ",\"auc\":" + (last.auc ? json_number(*last.auc) : "null") +
-                            ",\"loss\":" + json_number(last.loss) + ",\"model\":" + json_string(path) + "}");
+  ddp::trainer::TrainPoint train_point(const ddp::DistributedSampler& sampler) const {
+    ddp::trainer::TrainPoint p;
+    p.epoch = progress_.epoch + 1;
+    p.epochs = o_.epochs;
+    p.global_step = progress_.global_step;
+    p.step_in_epoch = progress_.step_in_epoch;
+    p.steps_in_epoch = steps_per_epoch_;
+    p.samples_in_epoch = progress_.samples_in_epoch;
+    p.samples_per_epoch = sampler.num_samples();
+    return p;
   }
-  pg.barrier()->wait();
-  return 0;
-}
+
+  /// Validation on every rank with rank 0's BatchNorm statistics: the metrics into `m`.
+  void validate(EpochMetrics* m) {
+    std::vector<at::Tensor> buffers = net_->buffers();
+    if (!buffers.empty() && pg_.size() > 1) pg_.broadcast(buffers, 0)->wait();
+    if (!data_.split.val.empty()) {
+      fill_validation_metrics(predict_all(net_, *data_.val_loader, data_.split.val, pg_, session_.device, amp_), m);
+    }
+    m->bad_images = data_.missing + data_.train_loader->bad_images() + data_.val_loader->bad_images();
+    m->epoch_seconds = seconds_since(epoch_start_);  // training + validation
+  }
+
+  void report(const EpochMetrics& m) {
+    reporter_.evaluation(eval_point(m));
+    if (session_.rank0() && !m.single_class_columns.empty()) {
+      std::string names;
+      for (const auto& c : m.single_class_columns) names += (names.empty() ? "" : ", ") + c;
+      DDP_LOG(WARN) << "ROC AUC undefined (one class in the validation set), left out of the mean: " << names;
+    }
+  }
+
+  /// model.pt and the summary record on rank 0; every rank waits for them.
+  void finish(const EpochMetrics& last) {
+    if (session_.rank0()) {
+      const std::string path = ddp::trainer::save_model(*net_, o_.runtime.model_dir());
+      reporter_.summary(ddp::trainer::JsonRecord()
+                            .integer("epochs", progress_.epoch)
+                            .integer("steps", progress_.global_step)
+                            .number("auc", last.auc)
+                            .number("loss", last.loss)
+                            .string("model", path));
+    }
+    pg_.barrier()->wait();
+  }
+
+  const Options& o_;
+  const ddp::trainer::Session& session_;
+  ddp::ProcessGroup& pg_;
+  const bool amp_;
+  TrainData data_;
+  Model net_;
+  torch::optim::Adam optimizer_;
+  ddp::Checkpointer checkpointer_;
+  const std::map<std::string, std::string> metadata_;
+  ddp::TrainingProgress progress_;
+  int64_t steps_per_epoch_ = 0;
+  Clock::time_point epoch_start_;
+  ddp::trainer::Reporter reporter_{ddp::trainer::ReporterOptions()
+                                       .enabled(session_.rank0())
+                                       .progress(o_.runtime.progress())
+                                       .metrics_file(o_.runtime.metrics_file())
+                                       .count(ddp::trainer::ProgressCount::kSteps)
+                                       .rate_decimals(1)};
+  ddp::StopVote stop_{pg_};
+};
+
+}  // namespace
+
+int train(const Options& o, const ddp::trainer::Session& session, bool amp) { return Trainer(o, session, amp).run(); }
 
 }  // namespace train_ranzcr

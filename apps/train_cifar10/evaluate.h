@@ -1,5 +1,5 @@
 #pragma once
-// Test-set evaluation split over ranks, with exact totals.
+// Test-set evaluation split over ranks, with exact totals, and the evaluation point it reports.
 //
 // Each rank takes the indices Python's DistributedSampler(shuffle=False) would give it, minus the
 // padding duplicates (the positions at or beyond the dataset size in the padded list), so every test
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "data/cifar/cifar_loader.h"
+#include "trainer/reporter.h"
 
 namespace train_cifar10 {
 
@@ -42,5 +43,11 @@ std::vector<int64_t> test_indices(int64_t size, int world_size, int rank);
 EvalCounts evaluate_split(const std::function<at::Tensor(const at::Tensor&)>& forward, ddp::data::CifarLoader& loader,
                           const std::vector<int64_t>& indices, ddp::ProcessGroup& pg, const c10::Device& device,
                           int64_t chunk);
+
+/// The evaluation point of an epoch: the "Test set: ..." line, "epoch=N loss=... accuracy=..." for
+/// Katib, and the eval record's fields (loss, accuracy, correct, total, per_class_accuracy,
+/// images_per_sec: the epoch's training throughput, epoch_seconds: training + evaluation).
+ddp::trainer::EvalPoint eval_point(const EvalCounts& c, int64_t epoch, int64_t global_step, double train_images_per_sec,
+                                   double epoch_seconds);
 
 }  // namespace train_cifar10

@@ -1,10 +1,12 @@
-#include "evaluation.h"
+#include "evaluate.h"
 
 #include <ddp/distributed_sampler.h>
 #include <ddp/errors.h>
 
 #include <ATen/ATen.h>
 #include <torch/nn/functional/loss.h>
+
+#include <cstdio>
 
 namespace train_cifar10 {
 
@@ -70,6 +72,27 @@ EvalCounts evaluate_split(const std::function<at::Tensor(const at::Tensor&)>& fo
     c.total += c.class_total.back();
   }
   return c;
+}
+
+ddp::trainer::EvalPoint eval_point(const EvalCounts& c, int64_t epoch, int64_t global_step, double train_images_per_sec,
+                                   double epoch_seconds) {
+  ddp::trainer::EvalPoint p;
+  p.epoch = epoch;
+  p.global_step = global_step;
+  char line[256];
+  std::snprintf(line, sizeof line, "Test set: Average loss: %.4f, Accuracy: %lld/%lld (%.2f%%), %.1f s, train %.0f images/s",
+                c.mean_loss(), static_cast<long long>(c.correct), static_cast<long long>(c.total), 100.0 * c.accuracy(),
+                epoch_seconds, train_images_per_sec);
+  p.log_lines.push_back(line);
+  p.katib = {{"loss", c.mean_loss()}, {"accuracy", c.accuracy()}};
+  p.fields.number("loss", c.mean_loss())
+      .number("accuracy", c.accuracy())
+      .integer("correct", c.correct)
+      .integer("total", c.total)
+      .numbers("per_class_accuracy", c.per_class_accuracy())
+      .number("images_per_sec", train_images_per_sec)
+      .number("epoch_seconds", epoch_seconds);
+  return p;
 }
 
 }  // namespace train_cifar10
