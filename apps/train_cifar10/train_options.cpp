@@ -6,8 +6,8 @@
 
 #include <iostream>
 
-#include "ddp/core/help_epilogue.h"
-#include "ddp/core/version_banner.h"
+#include "util/help_epilogue.h"
+#include "util/version_banner.h"
 
 extern char** environ;
 
@@ -86,11 +86,11 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, const std
   }
   if (args.count("help")) {
     std::cout << cli.help({"Data", "Training", "Runtime", "Checkpoints"}) << "\n"
-              << ddp::detail::help_epilogue(ddp::detail::HelpFor::kTrainer) << std::flush;
+              << ddp::util::help_epilogue(ddp::util::HelpFor::kTrainer) << std::flush;
     return std::nullopt;
   }
   if (args.count("version")) {
-    std::cout << ddp::detail::version_banner("train_cifar10") << std::endl;
+    std::cout << ddp::util::version_banner("train_cifar10") << std::endl;
     return std::nullopt;
   }
   if (!args.unmatched().empty()) throw ddp::ConfigError("train_cifar10: unexpected argument '" + args.unmatched()[0] + "'");

@@ -68,7 +68,7 @@ DeviceChoice choose_device(const std::string& flag) {
 template <typename Net>
 class Trainer {
  public:
-  Trainer(const TrainOptions& o, std::shared_ptr<ddp::ProcessGroup> pg, c10::Device device, ddp::data::Cifar10Data data, Net net)
+  Trainer(const TrainOptions& o, std::shared_ptr<ddp::ProcessGroup> pg, c10::Device device, ddp::data::cifar::Cifar10Data data, Net net)
       : o_(o),
         pg_(std::move(pg)),
         device_(device),
@@ -76,13 +76,13 @@ class Trainer {
         model_(net, pg_),
         optimizer_(model_.module()->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum)),
         sampler_(data_.train.size(), pg_->size(), pg_->rank(), /*shuffle=*/true, o.seed),
-        train_loader_(data_.train, ddp::data::CifarLoaderOptions()
+        train_loader_(data_.train, ddp::data::cifar::CifarLoaderOptions()
                                        .batch_size(o.batch_size)
                                        .workers(o.workers)
                                        .prefetch(o.prefetch)
                                        .device(device)
-                                       .augment(ddp::data::CifarAugment().enabled(o.augment).seed(static_cast<uint64_t>(o.seed)))),
-        test_loader_(data_.test, ddp::data::CifarLoaderOptions()
+                                       .augment(ddp::data::cifar::CifarAugment().enabled(o.augment).seed(static_cast<uint64_t>(o.seed)))),
+        test_loader_(data_.test, ddp::data::cifar::CifarLoaderOptions()
                                      .batch_size(o.test_batch_size)
                                      .workers(o.workers)
                                      .prefetch(2)
@@ -221,12 +221,12 @@ class Trainer {
   const TrainOptions& o_;
   std::shared_ptr<ddp::ProcessGroup> pg_;
   c10::Device device_;
-  ddp::data::Cifar10Data data_;
+  ddp::data::cifar::Cifar10Data data_;
   ddp::DistributedDataParallel<Net> model_;
   torch::optim::SGD optimizer_;
   ddp::DistributedSampler sampler_;
-  ddp::data::CifarLoader train_loader_;
-  ddp::data::CifarLoader test_loader_;
+  ddp::data::cifar::CifarLoader train_loader_;
+  ddp::data::cifar::CifarLoader test_loader_;
   std::vector<int64_t> test_indices_;
   ddp::TrainingProgress progress_;
   RunLog log_;
@@ -256,7 +256,7 @@ int run_training(const TrainOptions& o) {
     ddp::trainer::warn_if_slow(blas);
   }
 
-  ddp::data::Cifar10Data data = ddp::data::load_cifar10(o.data_dir);
+  ddp::data::cifar::Cifar10Data data = ddp::data::cifar::load_cifar10(o.data_dir);
   if (pg->rank() == 0) {
     DDP_LOG(INFO) << "data ready in " << seconds_since(start) << " s; model will be saved to " << o.model_dir << "/model.pt";
   }

@@ -1,7 +1,7 @@
 #include "evaluate.h"
 
 #include "amp.h"
-#include "data/ranzcr/gather.h"
+#include "util/collectives.h"
 #include "data/ranzcr/records.h"
 
 #include <ddp/process_group.h>
@@ -19,17 +19,17 @@ std::vector<int64_t> strided_share(const std::vector<int64_t>& indices, int rank
   return share;
 }
 
-Predictions predict_all(ddp::models::ResNet& net, ddp::ranzcr::BatchLoader& loader,
+Predictions predict_all(ddp::models::ResNet& net, ddp::data::ranzcr::BatchLoader& loader,
                         const std::vector<int64_t>& indices, ddp::ProcessGroup& pg, const c10::Device& device,
                         bool amp) {
-  using ddp::ranzcr::kNumLabels;
+  using ddp::data::ranzcr::kNumLabels;
   const bool was_training = net->is_training();
   net->eval();
   torch::NoGradGuard no_grad;
   // One float row per sample: 11 logits, 11 targets, valid flag; the record index travels as int64.
   std::vector<at::Tensor> rows, ids;
   loader.start_epoch(strided_share(indices, pg.rank(), pg.size()), 0);
-  ddp::ranzcr::Batch batch;
+  ddp::data::ranzcr::Batch batch;
   while (loader.next(&batch)) {
     const bool pinned = batch.images.is_pinned();
     at::Tensor x = batch.images.to(device, /*non_blocking=*/pinned);
@@ -46,8 +46,8 @@ Predictions predict_all(ddp::models::ResNet& net, ddp::ranzcr::BatchLoader& load
   at::Tensor local_rows = rows.empty() ? at::zeros({0, 2 * kNumLabels + 1}, at::TensorOptions(device).dtype(at::kFloat))
                                        : at::cat(rows, 0);
   at::Tensor local_ids = ids.empty() ? at::zeros({0}, at::TensorOptions(device).dtype(at::kLong)) : at::cat(ids, 0);
-  at::Tensor all_rows = ddp::ranzcr::gather_rows(pg, local_rows).cpu().contiguous();
-  at::Tensor all_ids = ddp::ranzcr::gather_rows(pg, local_ids).cpu().contiguous();
+  at::Tensor all_rows = ddp::util::allgather_rows(pg, local_rows).cpu().contiguous();
+  at::Tensor all_ids = ddp::util::allgather_rows(pg, local_ids).cpu().contiguous();
 
   Predictions p;
   const int64_t n = all_rows.size(0);

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <set>
 
-#include "ddp/core/help_epilogue.h"
-#include "ddp/core/version_banner.h"
+#include "util/help_epilogue.h"
+#include "util/version_banner.h"
 
 namespace train_ranzcr {
 namespace {
@@ -90,9 +90,9 @@ Options parse_options(int argc, char** argv, bool* help, std::string* usage) {
   if (!r.unmatched().empty()) throw ddp::ConfigError("train_ranzcr: unexpected argument '" + r.unmatched()[0] + "'");
   *help = r.count("help") > 0 || r.count("version") > 0;
   if (r.count("help"))
-    *usage = cli.help() + "\n" + ddp::detail::help_epilogue(ddp::detail::HelpFor::kTrainer);
+    *usage = cli.help() + "\n" + ddp::util::help_epilogue(ddp::util::HelpFor::kTrainer);
   else if (r.count("version"))
-    *usage = ddp::detail::version_banner("train_ranzcr") + "\n";
+    *usage = ddp::util::version_banner("train_ranzcr") + "\n";
   Options o;
   if (*help) return o;
 

@@ -33,7 +33,7 @@
 namespace train_ranzcr {
 namespace {
 
-using ddp::ranzcr::kNumLabels;
+using ddp::data::ranzcr::kNumLabels;
 using Clock = std::chrono::steady_clock;
 
 // Mean binary cross-entropy over the valid rows (a row whose image could not be decoded counts 0).
@@ -69,13 +69,13 @@ void fill_validation_metrics(const Predictions& p, EpochMetrics* m) {
   if (m->val_images == 0) return;
   m->val_loss = bce_of(p);
   // AUC depends only on the order of the scores: logits order like probabilities.
-  auto report = ddp::ranzcr::column_aucs(scores, targets, kNumLabels);
+  auto report = ddp::data::ranzcr::column_aucs(scores, targets, kNumLabels);
   m->column_auc = report.per_column;
-  for (int c : report.single_class) m->single_class_columns.push_back(ddp::ranzcr::label_columns()[c]);
+  for (int c : report.single_class) m->single_class_columns.push_back(ddp::data::ranzcr::label_columns()[c]);
   if (report.columns_used > 0) m->auc = report.mean;
 }
 
-std::string describe_split(const std::vector<ddp::ranzcr::Record>& records, const ddp::ranzcr::Split& s) {
+std::string describe_split(const std::vector<ddp::data::ranzcr::Record>& records, const ddp::data::ranzcr::Split& s) {
   auto patients = [&](const std::vector<int64_t>& idx) {
     std::set<std::string> p;
     for (auto i : idx) p.insert(records[static_cast<size_t>(i)].patient_id);
@@ -93,17 +93,17 @@ int train(const Options& o, Session& session) {
   const bool rank0 = pg.rank() == 0;
 
   // ---- data
-  auto dataset = std::make_shared<ddp::ranzcr::Dataset>(ddp::ranzcr::read_train_csv(o.csv), o.image_dir);
-  const int64_t missing = ddp::ranzcr::check_images_exist(*dataset, o.skip_bad_images);
-  const ddp::ranzcr::Split split = o.folds > 0
-                                       ? ddp::ranzcr::kfold_by_patient(dataset->records, o.folds, o.fold, o.split_seed)
-                                       : ddp::ranzcr::split_by_patient(dataset->records, o.val_fraction, o.split_seed);
+  auto dataset = std::make_shared<ddp::data::ranzcr::Dataset>(ddp::data::ranzcr::read_train_csv(o.csv), o.image_dir);
+  const int64_t missing = ddp::data::ranzcr::check_images_exist(*dataset, o.skip_bad_images);
+  const ddp::data::ranzcr::Split split = o.folds > 0
+                                       ? ddp::data::ranzcr::kfold_by_patient(dataset->records, o.folds, o.fold, o.split_seed)
+                                       : ddp::data::ranzcr::split_by_patient(dataset->records, o.val_fraction, o.split_seed);
   if (split.train.empty()) throw ddp::ConfigError("the split leaves no training image");
   if (rank0) {
     DDP_LOG(INFO) << o.csv << ": " << describe_split(dataset->records, split)
                   << (o.folds > 0 ? ", fold " + std::to_string(o.fold) + " of " + std::to_string(o.folds) : "");
   }
-  auto loader_options = ddp::ranzcr::LoaderOptions()
+  auto loader_options = ddp::data::ranzcr::LoaderOptions()
                             .batch_size(o.batch_size)
                             .image_size(o.image_size)
                             .workers(o.workers)
@@ -112,8 +112,8 @@ int train(const Options& o, Session& session) {
                             .skip_bad_images(o.skip_bad_images)
                             .cache_dir(o.cache_dir)
                             .pin_memory(session.device.is_cuda());
-  ddp::ranzcr::BatchLoader train_loader(dataset, ddp::ranzcr::LoaderOptions(loader_options).augment(o.augment));
-  ddp::ranzcr::BatchLoader val_loader(dataset, loader_options);
+  ddp::data::ranzcr::BatchLoader train_loader(dataset, ddp::data::ranzcr::LoaderOptions(loader_options).augment(o.augment));
+  ddp::data::ranzcr::BatchLoader val_loader(dataset, loader_options);
 
   // ---- model and optimiser
   torch::manual_seed(o.seed);
@@ -166,7 +166,7 @@ int train(const Options& o, Session& session) {
     at::Tensor point_loss = at::zeros({}, at::TensorOptions(session.device).dtype(at::kDouble));
     int64_t point_steps = 0, point_images = 0;
     auto point_start = Clock::now();
-    ddp::ranzcr::Batch batch;
+    ddp::data::ranzcr::Batch batch;
     while (train_loader.next(&batch)) {
       const double lr = schedule.at(progress);
       for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
