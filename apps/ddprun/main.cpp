@@ -5,21 +5,21 @@
 
 #include <iostream>
 
-#include "ddp/core/env_parse.h"
-#include "ddp/core/version_banner.h"
+#include "util/env.h"
+#include "util/version_banner.h"
 #include "ddp/launcher/agent.h"
 #include "ddp/launcher/launch_config.h"
 
 int main(int argc, char** argv) {
   try {
-    auto env = ddp::detail::process_env();
+    auto env = ddp::util::process_env();
     auto config = ddp::launcher::parse_launch_args(std::vector<std::string>(argv, argv + argc), env);
     if (config.help) {
       std::cout << ddp::launcher::launch_usage();
       return 0;
     }
     if (config.version) {
-      std::cout << ddp::detail::version_banner("ddprun") << std::endl;
+      std::cout << ddp::util::version_banner("ddprun") << std::endl;
       return 0;
     }
     return ddp::launcher::run_launcher(config, env);

@@ -27,7 +27,7 @@ std::vector<int64_t> test_indices(int64_t size, int world_size, int rank) {
   return indices;
 }
 
-EvalCounts evaluate_split(const std::function<at::Tensor(const at::Tensor&)>& forward, ddp::data::CifarLoader& loader,
+EvalCounts evaluate_split(const std::function<at::Tensor(const at::Tensor&)>& forward, ddp::data::cifar::CifarLoader& loader,
                           const std::vector<int64_t>& indices, ddp::ProcessGroup& pg, const c10::Device& device,
                           int64_t chunk) {
   constexpr int64_t kClasses = 10;

@@ -40,7 +40,7 @@ std::vector<int64_t> test_indices(int64_t size, int world_size, int rank);
 /// Runs `forward` (logits for a batch; called under no-grad, in eval mode) over this rank's test
 /// indices and reduces the counts over `pg`. Batches larger than `chunk` are fed in chunks (the
 /// results do not depend on it; on CPU ~256 images at a time keep the activations in cache).
-EvalCounts evaluate_split(const std::function<at::Tensor(const at::Tensor&)>& forward, ddp::data::CifarLoader& loader,
+EvalCounts evaluate_split(const std::function<at::Tensor(const at::Tensor&)>& forward, ddp::data::cifar::CifarLoader& loader,
                           const std::vector<int64_t>& indices, ddp::ProcessGroup& pg, const c10::Device& device,
                           int64_t chunk);
 

@@ -39,7 +39,7 @@ using Model = std::shared_ptr<ddp::models::Classifier>;
 
 class Trainer {
  public:
-  Trainer(const Options& o, const ddp::trainer::Session& session, ddp::data::Cifar10Data data, Model net)
+  Trainer(const Options& o, const ddp::trainer::Session& session, ddp::data::cifar::Cifar10Data data, Model net)
       : o_(o),
         pg_(session.pg),
         device_(session.device),
@@ -47,13 +47,13 @@ class Trainer {
         model_(std::move(net), pg_),
         optimizer_(model_.module()->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum)),
         sampler_(data_.train.size(), pg_->size(), pg_->rank(), /*shuffle=*/true, o.seed),
-        train_loader_(data_.train, ddp::data::CifarLoaderOptions()
+        train_loader_(data_.train, ddp::data::cifar::CifarLoaderOptions()
                                        .batch_size(o.batch_size)
                                        .workers(o.workers)
                                        .prefetch(o.prefetch)
                                        .device(device_)
-                                       .augment(ddp::data::CifarAugment().enabled(o.augment).seed(static_cast<uint64_t>(o.seed)))),
-        test_loader_(data_.test, ddp::data::CifarLoaderOptions()
+                                       .augment(ddp::data::cifar::CifarAugment().enabled(o.augment).seed(static_cast<uint64_t>(o.seed)))),
+        test_loader_(data_.test, ddp::data::cifar::CifarLoaderOptions()
                                      .batch_size(o.test_batch_size)
                                      .workers(o.workers)
                                      .prefetch(2)
@@ -181,12 +181,12 @@ class Trainer {
   const Options& o_;
   std::shared_ptr<ddp::ProcessGroup> pg_;
   c10::Device device_;
-  ddp::data::Cifar10Data data_;
+  ddp::data::cifar::Cifar10Data data_;
   ddp::DistributedDataParallel<Model> model_;
   torch::optim::SGD optimizer_;
   ddp::DistributedSampler sampler_;
-  ddp::data::CifarLoader train_loader_;
-  ddp::data::CifarLoader test_loader_;
+  ddp::data::cifar::CifarLoader train_loader_;
+  ddp::data::cifar::CifarLoader test_loader_;
   std::vector<int64_t> test_indices_;
   int64_t steps_per_epoch_;
   ddp::TrainingProgress progress_;
@@ -207,7 +207,7 @@ int train(const Options& o) {
       ddp::trainer::start_session(o.runtime, device, "train_cifar10",
                                   ", model " + o.model + ", batch " + std::to_string(o.batch_size) + " per rank, " +
                                       std::to_string(o.epochs) + " epochs");
-  ddp::data::Cifar10Data data = ddp::data::load_cifar10(o.runtime.data_dir());
+  ddp::data::cifar::Cifar10Data data = ddp::data::cifar::load_cifar10(o.runtime.data_dir());
   if (session.rank0()) {
     DDP_LOG(INFO) << "data ready in " << seconds_since(start) << " s; model will be saved to " << o.runtime.model_dir()
                   << "/model.pt";

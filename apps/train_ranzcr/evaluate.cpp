@@ -2,7 +2,7 @@
 
 #include "amp.h"
 #include "data/ranzcr/auc.h"
-#include "data/ranzcr/gather.h"
+#include "util/collectives.h"
 #include "data/ranzcr/records.h"
 
 #include <ddp/process_group.h>
@@ -15,7 +15,7 @@
 namespace train_ranzcr {
 namespace {
 
-using ddp::ranzcr::kNumLabels;
+using ddp::data::ranzcr::kNumLabels;
 
 // Mean binary cross-entropy with logits over the valid rows.
 double bce_of(const Predictions& p) {
@@ -42,7 +42,7 @@ std::vector<int64_t> strided_share(const std::vector<int64_t>& indices, int rank
   return share;
 }
 
-Predictions predict_all(const std::shared_ptr<ddp::models::Classifier>& net, ddp::ranzcr::BatchLoader& loader,
+Predictions predict_all(const std::shared_ptr<ddp::models::Classifier>& net, ddp::data::ranzcr::BatchLoader& loader,
                         const std::vector<int64_t>& indices, ddp::ProcessGroup& pg, const c10::Device& device,
                         bool amp) {
   const bool was_training = net->is_training();
@@ -51,7 +51,7 @@ Predictions predict_all(const std::shared_ptr<ddp::models::Classifier>& net, ddp
   // One float row per sample: 11 logits, 11 targets, valid flag; the record index travels as int64.
   std::vector<at::Tensor> rows, ids;
   loader.start_epoch(strided_share(indices, pg.rank(), pg.size()), 0);
-  ddp::ranzcr::Batch batch;
+  ddp::data::ranzcr::Batch batch;
   while (loader.next(&batch)) {
     const bool pinned = batch.images.is_pinned();
     at::Tensor x = batch.images.to(device, /*non_blocking=*/pinned);
@@ -68,8 +68,8 @@ Predictions predict_all(const std::shared_ptr<ddp::models::Classifier>& net, ddp
   at::Tensor local_rows = rows.empty() ? at::zeros({0, 2 * kNumLabels + 1}, at::TensorOptions(device).dtype(at::kFloat))
                                        : at::cat(rows, 0);
   at::Tensor local_ids = ids.empty() ? at::zeros({0}, at::TensorOptions(device).dtype(at::kLong)) : at::cat(ids, 0);
-  at::Tensor all_rows = ddp::ranzcr::gather_rows(pg, local_rows).cpu().contiguous();
-  at::Tensor all_ids = ddp::ranzcr::gather_rows(pg, local_ids).cpu().contiguous();
+  at::Tensor all_rows = ddp::util::allgather_rows(pg, local_rows).cpu().contiguous();
+  at::Tensor all_ids = ddp::util::allgather_rows(pg, local_ids).cpu().contiguous();
 
   Predictions p;
   const int64_t n = all_rows.size(0);
@@ -97,9 +97,9 @@ void fill_validation_metrics(const Predictions& p, EpochMetrics* m) {
   if (m->val_images == 0) return;
   m->val_loss = bce_of(p);
   // AUC depends only on the order of the scores: logits order like probabilities.
-  auto report = ddp::ranzcr::column_aucs(scores, targets, kNumLabels);
+  auto report = ddp::data::ranzcr::column_aucs(scores, targets, kNumLabels);
   m->column_auc = report.per_column;
-  for (int c : report.single_class) m->single_class_columns.push_back(ddp::ranzcr::label_columns()[c]);
+  for (int c : report.single_class) m->single_class_columns.push_back(ddp::data::ranzcr::label_columns()[c]);
   if (report.columns_used > 0) m->auc = report.mean;
 }
 

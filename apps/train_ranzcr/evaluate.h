@@ -34,7 +34,7 @@ std::vector<int64_t> strided_share(const std::vector<int64_t>& indices, int rank
 
 /// Runs `net` (eval mode, no grad, bf16 autocast when `amp`) over this rank's share of `indices`
 /// through `loader`, and gathers every rank's rows. Collective.
-Predictions predict_all(const std::shared_ptr<ddp::models::Classifier>& net, ddp::ranzcr::BatchLoader& loader,
+Predictions predict_all(const std::shared_ptr<ddp::models::Classifier>& net, ddp::data::ranzcr::BatchLoader& loader,
                         const std::vector<int64_t>& indices, ddp::ProcessGroup& pg, const c10::Device& device,
                         bool amp);
 

@@ -18,10 +18,10 @@
 namespace train_ranzcr {
 
 int predict(const Options& o, const ddp::trainer::Session& session, bool amp) {
-  using ddp::ranzcr::kNumLabels;
+  using ddp::data::ranzcr::kNumLabels;
   ddp::ProcessGroup& pg = *session.pg;
-  auto dataset = std::make_shared<ddp::ranzcr::Dataset>(ddp::ranzcr::list_test_images(o.test_dir), o.test_dir);
-  ddp::ranzcr::BatchLoader loader(dataset, ddp::ranzcr::LoaderOptions()
+  auto dataset = std::make_shared<ddp::data::ranzcr::Dataset>(ddp::data::ranzcr::list_test_images(o.test_dir), o.test_dir);
+  ddp::data::ranzcr::BatchLoader loader(dataset, ddp::data::ranzcr::LoaderOptions()
                                                .batch_size(o.batch_size)
                                                .image_size(o.image_size)
                                                .workers(o.workers)
@@ -64,7 +64,7 @@ int predict(const Options& o, const ddp::trainer::Session& session, bool amp) {
         probabilities[idx * kNumLabels + c] = 1.f / (1.f + std::exp(-x));
       }
     }
-    ddp::ranzcr::write_submission(o.out, uids, probabilities);
+    ddp::data::ranzcr::write_submission(o.out, uids, probabilities);
     int64_t bad = 0;
     for (auto v : p.valid) bad += v == 0;
     DDP_LOG(INFO) << "wrote " << o.out << ": " << uids.size() << " images"

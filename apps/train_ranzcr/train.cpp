@@ -38,7 +38,7 @@
 namespace train_ranzcr {
 namespace {
 
-using ddp::ranzcr::kNumLabels;
+using ddp::data::ranzcr::kNumLabels;
 using Clock = std::chrono::steady_clock;
 using Model = std::shared_ptr<ddp::models::Classifier>;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -51,7 +51,7 @@ at::Tensor masked_bce(const at::Tensor& logits, const at::Tensor& targets, const
   return (per * valid).sum() / static_cast<double>(std::max<int64_t>(1, num_valid * kNumLabels));
 }
 
-std::string describe_split(const std::vector<ddp::ranzcr::Record>& records, const ddp::ranzcr::Split& s) {
+std::string describe_split(const std::vector<ddp::data::ranzcr::Record>& records, const ddp::data::ranzcr::Split& s) {
   auto patients = [&](const std::vector<int64_t>& idx) {
     std::set<std::string> p;
     for (auto i : idx) p.insert(records[static_cast<size_t>(i)].patient_id);
@@ -64,24 +64,24 @@ std::string describe_split(const std::vector<ddp::ranzcr::Record>& records, cons
 
 // The labelled images, their patient-grouped split, and a loader for each side.
 struct TrainData {
-  std::shared_ptr<ddp::ranzcr::Dataset> dataset;
+  std::shared_ptr<ddp::data::ranzcr::Dataset> dataset;
   int64_t missing = 0;  ///< images skipped up front (--skip-bad-images)
-  ddp::ranzcr::Split split;
-  std::unique_ptr<ddp::ranzcr::BatchLoader> train_loader, val_loader;
+  ddp::data::ranzcr::Split split;
+  std::unique_ptr<ddp::data::ranzcr::BatchLoader> train_loader, val_loader;
 };
 
 TrainData load_data(const Options& o, const ddp::trainer::Session& session) {
   TrainData d;
-  d.dataset = std::make_shared<ddp::ranzcr::Dataset>(ddp::ranzcr::read_train_csv(o.csv), o.image_dir);
-  d.missing = ddp::ranzcr::check_images_exist(*d.dataset, o.skip_bad_images);
-  d.split = o.folds > 0 ? ddp::ranzcr::kfold_by_patient(d.dataset->records, o.folds, o.fold, o.split_seed)
-                        : ddp::ranzcr::split_by_patient(d.dataset->records, o.val_fraction, o.split_seed);
+  d.dataset = std::make_shared<ddp::data::ranzcr::Dataset>(ddp::data::ranzcr::read_train_csv(o.csv), o.image_dir);
+  d.missing = ddp::data::ranzcr::check_images_exist(*d.dataset, o.skip_bad_images);
+  d.split = o.folds > 0 ? ddp::data::ranzcr::kfold_by_patient(d.dataset->records, o.folds, o.fold, o.split_seed)
+                        : ddp::data::ranzcr::split_by_patient(d.dataset->records, o.val_fraction, o.split_seed);
   if (d.split.train.empty()) throw ddp::ConfigError("the split leaves no training image");
   if (session.rank0()) {
     DDP_LOG(INFO) << o.csv << ": " << describe_split(d.dataset->records, d.split)
                   << (o.folds > 0 ? ", fold " + std::to_string(o.fold) + " of " + std::to_string(o.folds) : "");
   }
-  auto loader_options = ddp::ranzcr::LoaderOptions()
+  auto loader_options = ddp::data::ranzcr::LoaderOptions()
                             .batch_size(o.batch_size)
                             .image_size(o.image_size)
                             .workers(o.workers)
@@ -90,8 +90,8 @@ TrainData load_data(const Options& o, const ddp::trainer::Session& session) {
                             .skip_bad_images(o.skip_bad_images)
                             .cache_dir(o.cache_dir)
                             .pin_memory(session.device.is_cuda());
-  d.train_loader = std::make_unique<ddp::ranzcr::BatchLoader>(d.dataset, ddp::ranzcr::LoaderOptions(loader_options).augment(o.augment));
-  d.val_loader = std::make_unique<ddp::ranzcr::BatchLoader>(d.dataset, loader_options);
+  d.train_loader = std::make_unique<ddp::data::ranzcr::BatchLoader>(d.dataset, ddp::data::ranzcr::LoaderOptions(loader_options).augment(o.augment));
+  d.val_loader = std::make_unique<ddp::data::ranzcr::BatchLoader>(d.dataset, loader_options);
   return d;
 }
 
@@ -180,7 +180,7 @@ class Trainer {
     // Progress points: rank 0's mean loss and all ranks' images/s since the last point.
     ddp::trainer::IntervalMeter interval(at::TensorOptions(session_.device).dtype(at::kDouble));
     EpochEnd end = EpochEnd::kDone;
-    ddp::ranzcr::Batch batch;
+    ddp::data::ranzcr::Batch batch;
     while (data_.train_loader->next(&batch)) {
       const double lr = schedule.at(progress_);
       for (auto& group : optimizer_.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
@@ -212,7 +212,7 @@ class Trainer {
   }
 
   /// One optimizer step on `batch`; adds the loss times the valid rows to `loss_sum` (no sync).
-  at::Tensor step(ddp::DistributedDataParallel<Model>& model, const ddp::ranzcr::Batch& batch, at::Tensor& loss_sum) {
+  at::Tensor step(ddp::DistributedDataParallel<Model>& model, const ddp::data::ranzcr::Batch& batch, at::Tensor& loss_sum) {
     const bool pinned = batch.images.is_pinned();
     at::Tensor x = batch.images.to(session_.device, pinned);
     at::Tensor y = batch.targets.to(session_.device, pinned);

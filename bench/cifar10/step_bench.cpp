@@ -42,14 +42,14 @@ int main(int argc, char** argv) {
   torch::set_num_threads(threads);
   torch::manual_seed(0);
 
-  ddp::data::CifarSplit split;
+  ddp::data::cifar::CifarSplit split;
   split.images = torch::randint(0, 256, {4096, 3, 32, 32}, torch::kByte);
   split.labels = torch::randint(0, 10, {4096}, torch::kLong);
   std::vector<int64_t> idx(batch);
   for (int i = 0; i < batch; ++i) idx[i] = (i * 97) % 4096;
   auto images = torch::empty({batch, 3, 32, 32}), labels = torch::empty({batch}, torch::kLong);
-  auto aug = ddp::data::CifarAugment().seed(1);
-  double assemble = best_ms(iters, [&] { ddp::data::assemble_cifar_batch(split, idx.data(), batch, aug, 0, images, labels); });
+  auto aug = ddp::data::cifar::CifarAugment().seed(1);
+  double assemble = best_ms(iters, [&] { ddp::data::cifar::assemble_cifar_batch(split, idx.data(), batch, aug, 0, images, labels); });
   std::printf("batch assembly (augment+normalise, %d images): %.3f ms\n", batch, assemble);
 
   {

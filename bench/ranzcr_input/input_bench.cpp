@@ -18,7 +18,7 @@
 #include <iostream>
 #include <numeric>
 
-using namespace ddp::ranzcr;
+using namespace ddp::data::ranzcr;
 using Clock = std::chrono::steady_clock;
 
 int main(int argc, char** argv) {

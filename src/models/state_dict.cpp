@@ -12,14 +12,14 @@
 
 #include <ATen/ATen.h>
 
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
 #include <sstream>
 
+#include "util/files.h"
+
 namespace ddp::models {
-namespace fs = std::filesystem;
 namespace {
 
 std::string shape_str(const at::Tensor& t) {
@@ -100,19 +100,10 @@ std::vector<char> state_dict_archive(const std::vector<std::pair<std::string, at
 
 void write_state_dict(const std::vector<std::pair<std::string, at::Tensor>>& entries, const std::string& path) {
   std::vector<char> bytes = state_dict_archive(entries);
-  // Temporary file + rename: a reader never sees half a file.
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) throw ddp::DataError("cannot write weights file '" + tmp + "'");
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) throw ddp::DataError("cannot move '" + tmp + "' to '" + path + "': " + ec.message());
+  // A reader never sees half a file.
+  const auto slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) util::make_dirs(path.substr(0, slash));
+  util::write_file_atomically(path, {std::string_view(bytes.data(), bytes.size())});
 }
 
 void write_state_dict(const std::map<std::string, at::Tensor>& entries, const std::string& path) {

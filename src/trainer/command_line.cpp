@@ -4,8 +4,8 @@
 
 #include <iostream>
 
-#include "ddp/core/help_epilogue.h"
-#include "ddp/core/version_banner.h"
+#include "util/help_epilogue.h"
+#include "util/version_banner.h"
 
 namespace ddp::trainer {
 
@@ -24,11 +24,11 @@ std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& cli, in
   }
   if (args.count("help")) {
     std::cout << cli.help(groups) << "\n"
-              << ddp::detail::help_epilogue(ddp::detail::HelpFor::kTrainer) << std::flush;
+              << ddp::util::help_epilogue(ddp::util::HelpFor::kTrainer) << std::flush;
     return std::nullopt;
   }
   if (args.count("version")) {
-    std::cout << ddp::detail::version_banner(program) << std::endl;
+    std::cout << ddp::util::version_banner(program) << std::endl;
     return std::nullopt;
   }
   if (!args.unmatched().empty()) throw ddp::ConfigError(program + ": unexpected argument '" + args.unmatched()[0] + "'");

@@ -2,7 +2,7 @@
 
 #include <ddp/errors.h>
 
-#include "ddp/core/env_parse.h"
+#include "util/env.h"
 #include "trainer/flag_values.h"
 
 namespace ddp::trainer {
@@ -62,6 +62,6 @@ RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args, const std::m
   return o;
 }
 
-RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args) { return read_runtime_flags(args, ddp::detail::process_env()); }
+RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args) { return read_runtime_flags(args, ddp::util::process_env()); }
 
 }  // namespace ddp::trainer

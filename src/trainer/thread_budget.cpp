@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "ddp/launcher/nproc.h"
+#include "util/nproc.h"
 
 namespace ddp::trainer {
 namespace {
@@ -27,7 +27,7 @@ int intra_op_threads(int flag, const WorldInfo& world) {
   }
   int ranks_here = std::max(1, world.local_world_size);
   if (ranks_here == 1 && world.world_size > 1 && is_loopback(world.master_addr)) ranks_here = world.world_size;
-  return std::max(1, launcher::usable_cpus().n / ranks_here);
+  return std::max(1, util::usable_cpus().n / ranks_here);
 }
 
 }  // namespace ddp::trainer

@@ -18,11 +18,6 @@ using namespace ddp;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 std::string error_of(const std::function<void()>& fn) {
   try {
     fn();
@@ -75,29 +70,6 @@ TEST(CheckpointFile, RoundTripAndEveryKindOfDamage) {
   EXPECT_NE(error_of([&] { detail::verified_payload("f", file + "x"); }).find("unexpected bytes"), std::string::npos);
   EXPECT_NE(error_of([&] { detail::verified_payload("f", std::string(40, 'z')); }).find("bad magic"),
             std::string::npos);
-}
-
-TEST(CheckpointFile, AtomicWriteLeavesOnlyTheFinalFile) {
-  std::string dir = ddp::testing::make_temp_dir("ckpt-atomic");
-  detail::write_file_atomically(dir, "a.bin", "head", "body");
-  EXPECT_EQ(slurp(dir + "/a.bin"), "headbody");
-  detail::write_file_atomically(dir, "a.bin", "new", "content");  // replaces
-  EXPECT_EQ(slurp(dir + "/a.bin"), "newcontent");
-  int entries = 0;
-  for (auto& e : fs::directory_iterator(dir)) {
-    (void)e;
-    ++entries;
-  }
-  EXPECT_EQ(entries, 1);
-  // A failed write (the final name is a non-empty folder, so rename fails) reports the file and
-  // leaves no temporary behind.
-  fs::create_directories(dir + "/blocked.bin/inner");
-  std::string msg = error_of([&] { detail::write_file_atomically(dir, "blocked.bin", "h", "p"); });
-  EXPECT_NE(msg.find("blocked.bin"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("rename"), std::string::npos) << msg;
-  for (auto& e : fs::directory_iterator(dir))
-    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
-  fs::remove_all(dir);
 }
 
 TEST(CheckpointDir, NamesSortAndParse) {

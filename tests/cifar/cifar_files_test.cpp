@@ -11,8 +11,8 @@
 
 using cifar_test::expect_data_error;
 using cifar_test::TempDir;
-using ddp::data::CifarLayout;
-using ddp::data::load_cifar10;
+using ddp::data::cifar::CifarLayout;
+using ddp::data::cifar::load_cifar10;
 namespace fs = std::filesystem;
 
 TEST(CifarDataset, BothLayoutsDecodeToTheSameTensors) {
@@ -31,7 +31,7 @@ TEST(CifarDataset, BothLayoutsDecodeToTheSameTensors) {
   EXPECT_TRUE(at::equal(bin.test.images, py.test.images));
   EXPECT_TRUE(at::equal(bin.test.labels, py.test.labels));
   // The images are what the generator made, in file order.
-  auto gen = ddp::data::generate_synthetic_split(7, 0, 500);
+  auto gen = ddp::data::cifar::generate_synthetic_split(7, 0, 500);
   EXPECT_EQ(std::memcmp(bin.train.images.data_ptr<uint8_t>(), gen.pixels.data(), gen.pixels.size()), 0);
   EXPECT_EQ(bin.train.labels[17].item<int64_t>(), gen.labels[17]);
   EXPECT_LE(bin.train.labels.max().item<int64_t>(), 9);
@@ -39,7 +39,7 @@ TEST(CifarDataset, BothLayoutsDecodeToTheSameTensors) {
 
 TEST(CifarDataset, AutoDetectPrefersBinaryAndFallsBackToPython) {
   const std::string root = cifar_test::small_dataset();
-  EXPECT_EQ(ddp::data::locate_cifar10(root).layout, CifarLayout::kBinary);
+  EXPECT_EQ(ddp::data::cifar::locate_cifar10(root).layout, CifarLayout::kBinary);
   TempDir only_py("cifar-py-only");
   cifar_test::copy_tree(root + "/cifar-10-batches-py", only_py.path + "/cifar-10-batches-py");
   auto d = load_cifar10(only_py.path);
@@ -93,7 +93,7 @@ TEST(CifarDataset, TruncatedCorruptAndInconsistentFilesAreNamed) {
 
     // A batch with fewer records than the others: valid on its own, inconsistent as a set.
     auto other = d.path + "/other";
-    ddp::data::write_synthetic_cifar10(ddp::data::SyntheticCifarOptions().out_dir(other).train(250).test(10));
+    ddp::data::cifar::write_synthetic_cifar10(ddp::data::cifar::SyntheticCifarOptions().out_dir(other).train(250).test(10));
     fs::copy_file(other + "/cifar-10-batches-" + layout + "/data_batch_1" + suffix, b3,
                   fs::copy_options::overwrite_existing);
     expect_data_error([&] { load_cifar10(d.path); }, {b3, "50 records", "same number"});
@@ -109,17 +109,17 @@ TEST(SyntheticCifar, PythonAndTorchvisionReadThePythonLayout) {
 }
 
 TEST(SyntheticCifar, DeterministicBalancedAndValidated) {
-  auto a = ddp::data::generate_synthetic_split(3, 0, 2000);
-  auto b = ddp::data::generate_synthetic_split(3, 0, 2000);
-  auto c = ddp::data::generate_synthetic_split(4, 0, 2000);
+  auto a = ddp::data::cifar::generate_synthetic_split(3, 0, 2000);
+  auto b = ddp::data::cifar::generate_synthetic_split(3, 0, 2000);
+  auto c = ddp::data::cifar::generate_synthetic_split(4, 0, 2000);
   EXPECT_TRUE(a.pixels == b.pixels && a.labels == b.labels);
   EXPECT_FALSE(a.pixels == c.pixels);
   std::vector<int> per_class(10);
   for (auto l : a.labels) per_class.at(l)++;
   for (int k = 0; k < 10; ++k) EXPECT_GT(per_class[k], 120) << "class " << k;  // ~200 each
-  using ddp::data::SyntheticCifarOptions;
+  using ddp::data::cifar::SyntheticCifarOptions;
   TempDir d("cifar-syn-bad");
-  EXPECT_THROW(ddp::data::write_synthetic_cifar10(SyntheticCifarOptions().out_dir(d.path).train(12)), ddp::ConfigError);
-  EXPECT_THROW(ddp::data::write_synthetic_cifar10(SyntheticCifarOptions().out_dir(d.path).train(10).test(0)), ddp::ConfigError);
-  EXPECT_THROW(ddp::data::write_synthetic_cifar10(SyntheticCifarOptions().train(10)), ddp::ConfigError);
+  EXPECT_THROW(ddp::data::cifar::write_synthetic_cifar10(SyntheticCifarOptions().out_dir(d.path).train(12)), ddp::ConfigError);
+  EXPECT_THROW(ddp::data::cifar::write_synthetic_cifar10(SyntheticCifarOptions().out_dir(d.path).train(10).test(0)), ddp::ConfigError);
+  EXPECT_THROW(ddp::data::cifar::write_synthetic_cifar10(SyntheticCifarOptions().train(10)), ddp::ConfigError);
 }

@@ -21,7 +21,7 @@ TempDir::~TempDir() {
 const std::string& small_dataset() {
   static TempDir dir("cifar-small");
   static const bool written = [] {
-    ddp::data::write_synthetic_cifar10(ddp::data::SyntheticCifarOptions().out_dir(dir.path).train(500).test(200).seed(7));
+    ddp::data::cifar::write_synthetic_cifar10(ddp::data::cifar::SyntheticCifarOptions().out_dir(dir.path).train(500).test(200).seed(7));
     return true;
   }();
   (void)written;

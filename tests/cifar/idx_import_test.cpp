@@ -110,7 +110,7 @@ TEST(Gzip, CorruptTruncatedTrailingAndOversizedStreamsAreDataErrors) {
 TEST(CifarFromIdx, CentresGreyImagesOnABlack32x32CanvasInAllThreeChannels) {
   const IdxArray imgs = images(3, 28, 28);
   const IdxArray labels = parse(idx_bytes({3}, {9, 0, 4}));
-  const ddp::data::CifarRecords s = ddp::data::cifar_split_from_idx(imgs, labels, 0, "t");
+  const ddp::data::cifar::CifarRecords s = ddp::data::cifar::cifar_split_from_idx(imgs, labels, 0, "t");
   ASSERT_EQ(s.count, 3);
   EXPECT_EQ(s.labels, (std::vector<uint8_t>{9, 0, 4}));
   for (int i = 0; i < 3; ++i)
@@ -122,16 +122,16 @@ TEST(CifarFromIdx, CentresGreyImagesOnABlack32x32CanvasInAllThreeChannels) {
           const uint8_t want = inside ? imgs.values[i * 784 + (y - 2) * 28 + (x - 2)] : 0;
           ASSERT_EQ(got, want) << "image " << i << " channel " << c << " y " << y << " x " << x;
         }
-  EXPECT_EQ(ddp::data::cifar_split_from_idx(imgs, labels, 2, "t").count, 2);  // --train/--test limits
+  EXPECT_EQ(ddp::data::cifar::cifar_split_from_idx(imgs, labels, 2, "t").count, 2);  // --train/--test limits
 }
 
 TEST(CifarFromIdx, ShapesAndLabelsThatDoNotFitAreDataErrors) {
   const IdxArray labels3 = parse(idx_bytes({3}, {1, 2, 3}));
-  expect_data_error([&] { ddp::data::cifar_split_from_idx(images(3, 33, 28), labels3, 0, "train"); }, {"train", "33x28"});
-  expect_data_error([&] { ddp::data::cifar_split_from_idx(parse(idx_bytes({3, 4}, std::vector<uint8_t>(12))), labels3, 0, "train"); },
+  expect_data_error([&] { ddp::data::cifar::cifar_split_from_idx(images(3, 33, 28), labels3, 0, "train"); }, {"train", "33x28"});
+  expect_data_error([&] { ddp::data::cifar::cifar_split_from_idx(parse(idx_bytes({3, 4}, std::vector<uint8_t>(12))), labels3, 0, "train"); },
                     {"2 dimensions"});
-  expect_data_error([&] { ddp::data::cifar_split_from_idx(images(2, 28, 28), labels3, 0, "train"); }, {"3 labels", "2 images"});
-  expect_data_error([&] { ddp::data::cifar_split_from_idx(images(3, 28, 28), parse(idx_bytes({3}, {1, 10, 3})), 0, "train"); },
+  expect_data_error([&] { ddp::data::cifar::cifar_split_from_idx(images(2, 28, 28), labels3, 0, "train"); }, {"3 labels", "2 images"});
+  expect_data_error([&] { ddp::data::cifar::cifar_split_from_idx(images(3, 28, 28), parse(idx_bytes({3}, {1, 10, 3})), 0, "train"); },
                     {"label 10 of image 1"});
 }
 
@@ -144,25 +144,25 @@ TEST(CifarFromIdx, WrittenLayoutsLoadBackAsTheSameImages) {
   for (int i = 0; i < 4; ++i) test_labels.push_back(static_cast<uint8_t>(9 - i));
   cifar_test::write_bytes(dir.path + "/train-images.gz", gzip(idx_bytes(train_imgs.dims, train_imgs.values)));
   cifar_test::write_bytes(dir.path + "/train-labels", idx_bytes({15}, train_labels));
-  const auto train = ddp::data::cifar_split_from_idx(ddp::data::read_idx_file(dir.path + "/train-images.gz"),
+  const auto train = ddp::data::cifar::cifar_split_from_idx(ddp::data::read_idx_file(dir.path + "/train-images.gz"),
                                                      ddp::data::read_idx_file(dir.path + "/train-labels"), 0, "train");
-  const auto test = ddp::data::cifar_split_from_idx(test_imgs, parse(idx_bytes({4}, test_labels)), 0, "test");
-  ddp::data::CifarLayoutFiles files;
+  const auto test = ddp::data::cifar::cifar_split_from_idx(test_imgs, parse(idx_bytes({4}, test_labels)), 0, "test");
+  ddp::data::cifar::CifarLayoutFiles files;
   files.out_dir = dir.path + "/out";
   files.train = &train;
   files.test = &test;
-  files.class_names = ddp::data::fashion_mnist_class_names();
-  ddp::data::write_cifar10_layout(files);
+  files.class_names = ddp::data::cifar::fashion_mnist_class_names();
+  ddp::data::cifar::write_cifar10_layout(files);
   for (const char* layout : {"/cifar-10-batches-bin", "/cifar-10-batches-py"}) {
     SCOPED_TRACE(layout);
-    auto d = ddp::data::load_cifar10(files.out_dir + layout);
+    auto d = ddp::data::cifar::load_cifar10(files.out_dir + layout);
     ASSERT_EQ(d.train.size(), 15);  // 3 per file
     ASSERT_EQ(d.test.size(), 4);
     EXPECT_EQ(std::memcmp(d.train.images.data_ptr<uint8_t>(), train.pixels.data(), train.pixels.size()), 0);
     EXPECT_EQ(std::memcmp(d.test.images.data_ptr<uint8_t>(), test.pixels.data(), test.pixels.size()), 0);
     for (int i = 0; i < 15; ++i) EXPECT_EQ(d.train.labels[i].item<int64_t>(), i % 10);
   }
-  const auto fourteen = ddp::data::cifar_split_from_idx(train_imgs, parse(idx_bytes({15}, train_labels)), 14, "train");
+  const auto fourteen = ddp::data::cifar::cifar_split_from_idx(train_imgs, parse(idx_bytes({15}, train_labels)), 14, "train");
   files.train = &fourteen;
-  EXPECT_THROW(ddp::data::write_cifar10_layout(files), ddp::ConfigError);  // 14 is not a multiple of 5
+  EXPECT_THROW(ddp::data::cifar::write_cifar10_layout(files), ddp::ConfigError);  // 14 is not a multiple of 5
 }

@@ -12,9 +12,9 @@
 #include "support/subprocess.h"
 
 using cifar_test::expect_data_error;
-using ddp::data::CifarRecords;
-using ddp::data::parse_cifar_binary;
-using ddp::data::parse_cifar_pickle;
+using ddp::data::cifar::CifarRecords;
+using ddp::data::cifar::parse_cifar_binary;
+using ddp::data::cifar::parse_cifar_pickle;
 
 namespace {
 
@@ -116,13 +116,13 @@ TEST(PickleReader, UnknownOpcodeAndProtocolAreNamed) {
 TEST(PickleReader, ReadsWhatTheWriterWrites) {
   std::vector<uint8_t> pixels(3 * 3072);
   for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7);
-  std::string pk = ddp::data::cifar_batch_pickle("b", pixels.data(), 3, {1, 9, 0}, {"a.png", "b.png", "c.png"});
+  std::string pk = ddp::data::cifar::cifar_batch_pickle("b", pixels.data(), 3, {1, 9, 0}, {"a.png", "b.png", "c.png"});
   CifarRecords r = parse_cifar_pickle(std::vector<uint8_t>(pk.begin(), pk.end()), "mem");
   EXPECT_EQ(r.count, 3);
   EXPECT_TRUE(r.pixels == pixels);
   EXPECT_EQ(r.labels, (std::vector<uint8_t>{1, 9, 0}));
   // The value tree keeps the other entries.
-  auto root = ddp::data::pickle::load(reinterpret_cast<const uint8_t*>(pk.data()), pk.size(), "mem");
+  auto root = ddp::data::cifar::pickle::load(reinterpret_cast<const uint8_t*>(pk.data()), pk.size(), "mem");
   ASSERT_NE(root->find("batch_label"), nullptr);
   EXPECT_EQ(root->find("batch_label")->text, "b");
   ASSERT_NE(root->find("filenames"), nullptr);

@@ -8,8 +8,8 @@
 #include "cifar_test_util.h"
 #include "data/cifar/cifar_transforms.h"
 
-using ddp::data::CifarAugment;
-using ddp::data::CifarSplit;
+using ddp::data::cifar::CifarAugment;
+using ddp::data::cifar::CifarSplit;
 
 namespace {
 
@@ -21,7 +21,7 @@ CifarSplit random_split(int64_t n) {
   return s;
 }
 
-at::Tensor reference(const CifarSplit& s, int64_t k, const ddp::data::SampleAugmentation& a) {
+at::Tensor reference(const CifarSplit& s, int64_t k, const ddp::data::cifar::SampleAugmentation& a) {
   at::Tensor img = s.images[k].to(at::kFloat);
   at::Tensor padded = at::constant_pad_nd(img, {4, 4, 4, 4}, 0);
   at::Tensor crop = padded.slice(1, 4 + a.dy, 36 + a.dy).slice(2, 4 + a.dx, 36 + a.dx);
@@ -43,7 +43,7 @@ TEST(CifarTransforms, MatchesPadCropFlipNormaliseReference) {
   std::set<int> dys, dxs;
   int flips = 0;
   for (int64_t i = 0; i < 300; ++i) {
-    auto a = ddp::data::sample_augmentation(aug, 2, idx[i]);
+    auto a = ddp::data::cifar::sample_augmentation(aug, 2, idx[i]);
     dys.insert(a.dy);
     dxs.insert(a.dx);
     flips += a.flip;
@@ -70,9 +70,9 @@ TEST(CifarTransforms, AugmentationDependsOnSampleEpochAndSeedOnly) {
   CifarAugment aug = CifarAugment().seed(5);
   int same_across_epochs = 0;
   for (int64_t k = 0; k < 200; ++k) {
-    auto a = ddp::data::sample_augmentation(aug, 1, k), b = ddp::data::sample_augmentation(aug, 1, k);
+    auto a = ddp::data::cifar::sample_augmentation(aug, 1, k), b = ddp::data::cifar::sample_augmentation(aug, 1, k);
     EXPECT_TRUE(a.dx == b.dx && a.dy == b.dy && a.flip == b.flip);
-    auto c = ddp::data::sample_augmentation(aug, 2, k);
+    auto c = ddp::data::cifar::sample_augmentation(aug, 2, k);
     same_across_epochs += a.dx == c.dx && a.dy == c.dy && a.flip == c.flip;
   }
   EXPECT_LT(same_across_epochs, 20);  // ~1/162 expected

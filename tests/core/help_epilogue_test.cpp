@@ -9,10 +9,10 @@
 #include <sstream>
 #include <string>
 
-#include "ddp/core/help_epilogue.h"
+#include "util/help_epilogue.h"
 
-using ddp::detail::help_epilogue;
-using ddp::detail::HelpFor;
+using ddp::util::help_epilogue;
+using ddp::util::HelpFor;
 
 namespace {
 

@@ -8,7 +8,7 @@
 
 #include "ddp/core/nccl_settings.h"
 
-using Env = ddp::detail::EnvMap;
+using Env = ddp::util::EnvMap;
 using ddp::detail::nccl_blocking_wait_from_env;
 using ddp::detail::nccl_record_streams_from_env;
 

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "ddp/core/version_banner.h"
+#include "util/version_banner.h"
 
 TEST(Version, HeaderMatchesTheProjectVersion) {
   // DDP_TEST_PROJECT_VERSION is CMake's PROJECT_VERSION, passed by tests/core/CMakeLists.txt.
@@ -27,5 +27,5 @@ TEST(Version, WithNcclSaysWhetherTheNcclGroupIsBuiltIn) {
 TEST(Version, BannerNamesProgramLibTorchAndNccl) {
   const std::string expected = std::string("some_tool ") + DDP_VERSION_STRING + " (LibTorch " + TORCH_VERSION +
                                ", NCCL " + (DDP_WITH_NCCL ? "yes" : "no") + ")";
-  EXPECT_EQ(ddp::detail::version_banner("some_tool"), expected);
+  EXPECT_EQ(ddp::util::version_banner("some_tool"), expected);
 }

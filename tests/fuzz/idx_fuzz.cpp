@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ddp::data::IdxArray labels;
       labels.dims = {a.dims[0]};
       for (uint32_t i = 0; i < a.dims[0]; ++i) labels.values.push_back(static_cast<uint8_t>(i % 11));  // 10 is invalid
-      ddp::data::cifar_split_from_idx(a, labels, 0, "fuzz");
+      ddp::data::cifar::cifar_split_from_idx(a, labels, 0, "fuzz");
     }
   } catch (const ddp::DataError&) {
   } catch (const ddp::ConfigError&) {

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "ddp/launcher/launch_config.h"
-#include "ddp/launcher/nproc.h"
+#include "util/nproc.h"
 #include "support/multiprocess.h"
 
 using ddp::ConfigError;
@@ -184,26 +184,26 @@ TEST(Nproc, AutoCountsGpusThenCpus) {
   auto c = parse({"--nproc-per-node", "auto", "true"});
   EXPECT_GE(c.nproc_per_node, 1);
   EXPECT_HAS(c.nproc_reason, "--nproc-per-node=auto");
-  auto cpu = ddp::launcher::usable_cpus();
-  if (ddp::launcher::visible_gpus({}).n == 0) EXPECT_EQ(c.nproc_per_node, cpu.n);
+  auto cpu = ddp::util::usable_cpus();
+  if (ddp::util::visible_gpus({}).n == 0) EXPECT_EQ(c.nproc_per_node, cpu.n);
   EXPECT_HAS(config_error({"--nproc-per-node", "gpu", "true"}, {{"CUDA_VISIBLE_DEVICES", ""}}),
-             ddp::launcher::visible_gpus({}).n == 0 ? "=gpu but no GPU" : "");
+             ddp::util::visible_gpus({}).n == 0 ? "=gpu but no GPU" : "");
 }
 
 TEST(Nproc, GpusFromDeviceFilesAndCudaVisibleDevices) {
   namespace fs = std::filesystem;
   std::string root = ddp::testing::make_temp_dir("nproc-gpu");
-  EXPECT_EQ(ddp::launcher::visible_gpus({}, root).n, 0);
+  EXPECT_EQ(ddp::util::visible_gpus({}, root).n, 0);
   fs::create_directories(root + "/dev");
   for (const char* f : {"nvidia0", "nvidia1", "nvidia2", "nvidia3", "nvidiactl", "nvidia-uvm"})
     std::ofstream(root + "/dev/" + f) << "";
-  EXPECT_EQ(ddp::launcher::visible_gpus({}, root).n, 4);
-  EXPECT_EQ(ddp::launcher::visible_gpus({{"CUDA_VISIBLE_DEVICES", "1,3"}}, root).n, 2);
-  EXPECT_EQ(ddp::launcher::visible_gpus({{"CUDA_VISIBLE_DEVICES", "GPU-8a1b,GPU-77f0,MIG-1"}}, root).n, 3);
-  EXPECT_EQ(ddp::launcher::visible_gpus({{"CUDA_VISIBLE_DEVICES", "0,x,2"}}, root).n, 1);  // CUDA stops at x
-  EXPECT_EQ(ddp::launcher::visible_gpus({{"CUDA_VISIBLE_DEVICES", ""}}, root).n, 0);
-  EXPECT_EQ(ddp::launcher::visible_gpus({{"CUDA_VISIBLE_DEVICES", "-1"}}, root).n, 0);
-  EXPECT_EQ(ddp::launcher::visible_gpus({{"CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"}}, root).n, 4);
+  EXPECT_EQ(ddp::util::visible_gpus({}, root).n, 4);
+  EXPECT_EQ(ddp::util::visible_gpus({{"CUDA_VISIBLE_DEVICES", "1,3"}}, root).n, 2);
+  EXPECT_EQ(ddp::util::visible_gpus({{"CUDA_VISIBLE_DEVICES", "GPU-8a1b,GPU-77f0,MIG-1"}}, root).n, 3);
+  EXPECT_EQ(ddp::util::visible_gpus({{"CUDA_VISIBLE_DEVICES", "0,x,2"}}, root).n, 1);  // CUDA stops at x
+  EXPECT_EQ(ddp::util::visible_gpus({{"CUDA_VISIBLE_DEVICES", ""}}, root).n, 0);
+  EXPECT_EQ(ddp::util::visible_gpus({{"CUDA_VISIBLE_DEVICES", "-1"}}, root).n, 0);
+  EXPECT_EQ(ddp::util::visible_gpus({{"CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"}}, root).n, 4);
   fs::remove_all(root);
 }
 
@@ -218,24 +218,24 @@ TEST(Nproc, CpusFromCgroupV2AndV1) {
   std::string v2 = ddp::testing::make_temp_dir("nproc-v2");
   write(v2 + "/proc/self/cgroup", "0::/\n");
   write(v2 + "/sys/fs/cgroup/cpu.max", "max 100000\n");
-  EXPECT_EQ(ddp::launcher::usable_cpus(v2).n, online);
+  EXPECT_EQ(ddp::util::usable_cpus(v2).n, online);
   write(v2 + "/sys/fs/cgroup/cpu.max", "50000 100000\n");  // half a CPU -> 1 worker
-  auto half = ddp::launcher::usable_cpus(v2);
+  auto half = ddp::util::usable_cpus(v2);
   EXPECT_EQ(half.n, 1);
   EXPECT_HAS(half.how, "cpu.max '50000 100000'");
   // v2 without a namespace: the tightest level on the way up counts.
   write(v2 + "/proc/self/cgroup", "0::/kubepods/pod1/ctr\n");
   write(v2 + "/sys/fs/cgroup/kubepods/pod1/cpu.max", "100000 100000\n");
   write(v2 + "/sys/fs/cgroup/kubepods/pod1/ctr/cpu.max", "max 100000\n");
-  EXPECT_EQ(ddp::launcher::usable_cpus(v2).n, std::min<long>(online, 1));
+  EXPECT_EQ(ddp::util::usable_cpus(v2).n, std::min<long>(online, 1));
   // v1: cfs quota / period; -1 means no limit.
   std::string v1 = ddp::testing::make_temp_dir("nproc-v1");
   write(v1 + "/proc/self/cgroup", "12:memory:/x\n4:cpu,cpuacct:/\n");
   write(v1 + "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
   write(v1 + "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
-  EXPECT_EQ(ddp::launcher::usable_cpus(v1).n, online);
+  EXPECT_EQ(ddp::util::usable_cpus(v1).n, online);
   write(v1 + "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "80000\n");
-  EXPECT_EQ(ddp::launcher::usable_cpus(v1).n, 1);
+  EXPECT_EQ(ddp::util::usable_cpus(v1).n, 1);
   fs::remove_all(v1);
   fs::remove_all(v2);
 }

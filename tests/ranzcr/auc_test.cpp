@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-using namespace ddp::ranzcr;
+using namespace ddp::data::ranzcr;
 
 TEST(RanzcrAuc, SmallExamplesByHand) {
   // sklearn's docstring example: 0.75.

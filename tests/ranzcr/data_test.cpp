@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-using namespace ddp::ranzcr;
+using namespace ddp::data::ranzcr;
 namespace fs = std::filesystem;
 
 namespace {
@@ -152,7 +152,9 @@ TEST(RanzcrCsv, SubmissionHasKaggleHeaderAndRows) {
   EXPECT_EQ(first.substr(0, 15), "1.2.3,0.000000,");
   EXPECT_EQ(split_csv_line(second).size(), 12u);
   EXPECT_EQ(split_csv_line(second)[11], "0.210000");
-  EXPECT_FALSE(fs::exists(dir + "/submission.csv.tmp"));
+  int entries = 0;  // the submission only: no temporary left behind
+  for (const auto& e : fs::directory_iterator(dir)) entries += e.path().filename() == "submission.csv" ? 1 : 100;
+  EXPECT_EQ(entries, 1);
   EXPECT_THROW(write_submission(dir + "/x.csv", {"a"}, p), ddp::DataError);
   fs::remove_all(dir);
 }

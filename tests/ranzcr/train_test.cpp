@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-using namespace ddp::ranzcr;
+using namespace ddp::data::ranzcr;
 using ddp::testing::Subprocess;
 namespace fs = std::filesystem;
 

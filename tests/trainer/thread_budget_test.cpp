@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "ddp/launcher/nproc.h"
+#include "util/nproc.h"
 #include "trainer/thread_budget.h"
 
 using ddp::trainer::intra_op_threads;
@@ -67,7 +67,7 @@ TEST(ThreadBudget, BadOmpNumThreadsIsAConfigErrorNamingIt) {
 
 TEST(ThreadBudget, CpusAreSharedByTheRanksOnThisNode) {
   OmpEnv omp(std::nullopt);
-  const int cpus = ddp::launcher::usable_cpus().n;
+  const int cpus = ddp::util::usable_cpus().n;
   EXPECT_EQ(intra_op_threads(0, world(1, 1, "127.0.0.1")), cpus);
   // A launcher says how many ranks share the node.
   EXPECT_EQ(intra_op_threads(0, world(8, 2, "10.0.0.1")), std::max(1, cpus / 2));

@@ -13,7 +13,7 @@
 #include "data/cifar/cifar_from_idx.h"
 #include "data/common/file_bytes.h"
 #include "data/idx/idx_file.h"
-#include "ddp/core/version_banner.h"
+#include "util/cli.h"
 
 namespace {
 
@@ -59,32 +59,17 @@ int main(int argc, char** argv) {
                          "Write MNIST-style IDX images (default: Fashion-MNIST from Debian's dataset-fashion-mnist) "
                          "in the CIFAR-10 binary (cifar-10-batches-bin/) and/or Python (cifar-10-batches-py/) layout.");
     std::string default_names;
-    for (const auto& n : ddp::data::fashion_mnist_class_names()) default_names += (default_names.empty() ? "" : ",") + n;
+    for (const auto& n : ddp::data::cifar::fashion_mnist_class_names()) default_names += (default_names.empty() ? "" : ",") + n;
     cli.add_options()
         ("source", "folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]", cxxopts::value<std::string>()->default_value(kDefaultSource))
         ("out", "output folder (created if missing)", cxxopts::value<std::string>())
         ("layout", "bin, py or both", cxxopts::value<std::string>()->default_value("both"))
         ("train", "keep the first N training images, a multiple of 5 (0: all)", cxxopts::value<int64_t>()->default_value("0"))
         ("test", "keep the first N test images (0: all)", cxxopts::value<int64_t>()->default_value("0"))
-        ("class-names", "the 10 class names, comma-separated, in label order", cxxopts::value<std::string>()->default_value(default_names))
-        ("version", "print the version and exit")
-        ("h,help", "show this help");
-    cxxopts::ParseResult args;
-    try {
-      args = cli.parse(argc, argv);
-    } catch (const cxxopts::exceptions::exception& e) {
-      throw ddp::ConfigError(std::string("make_cifar10_from_idx: ") + e.what());
-    }
-    if (args.count("help")) {
-      std::cout << cli.help() << std::endl;
-      return 0;
-    }
-    if (args.count("version")) {
-      std::cout << ddp::detail::version_banner("make_cifar10_from_idx") << std::endl;
-      return 0;
-    }
-    if (!args.unmatched().empty()) throw ddp::ConfigError("make_cifar10_from_idx: unexpected argument '" + args.unmatched()[0] + "'");
-    if (!args.count("out")) throw ddp::ConfigError("make_cifar10_from_idx: --out is required");
+        ("class-names", "the 10 class names, comma-separated, in label order", cxxopts::value<std::string>()->default_value(default_names));
+    const auto parsed = ddp::util::parse_command_line(cli, argc, argv, ddp::util::CommandLineRules().required({"out"}));
+    if (!parsed) return 0;
+    const cxxopts::ParseResult& args = *parsed;
     const std::string layout = args["layout"].as<std::string>();
     if (layout != "bin" && layout != "py" && layout != "both")
       throw ddp::ConfigError("make_cifar10_from_idx: --layout must be bin, py or both, got '" + layout + "'");
@@ -98,15 +83,15 @@ int main(int argc, char** argv) {
     const std::string test_images = find_idx(source, "t10k-images-idx3-ubyte");
     const std::string test_labels = find_idx(source, "t10k-labels-idx1-ubyte");
     using ddp::data::read_idx_file;
-    const ddp::data::CifarRecords train = ddp::data::cifar_split_from_idx(
+    const ddp::data::cifar::CifarRecords train = ddp::data::cifar::cifar_split_from_idx(
         read_idx_file(train_images), read_idx_file(train_labels), train_limit, source + " training set");
-    const ddp::data::CifarRecords test = ddp::data::cifar_split_from_idx(
+    const ddp::data::cifar::CifarRecords test = ddp::data::cifar::cifar_split_from_idx(
         read_idx_file(test_images), read_idx_file(test_labels), test_limit, source + " test set");
     // The layout splits training images evenly over five files.
     if (train.count % 5 != 0)
       throw ddp::ConfigError("make_cifar10_from_idx: " + std::to_string(train.count) +
                              " training images is not a multiple of 5; pass --train with one");
-    ddp::data::CifarLayoutFiles files;
+    ddp::data::cifar::CifarLayoutFiles files;
     files.out_dir = args["out"].as<std::string>();
     files.train = &train;
     files.test = &test;
@@ -115,7 +100,7 @@ int main(int argc, char** argv) {
     files.test_name_prefix = "idx_test";
     files.binary = layout != "py";
     files.python = layout != "bin";
-    ddp::data::write_cifar10_layout(files);
+    ddp::data::cifar::write_cifar10_layout(files);
     std::cout << "wrote " << train.count << " training and " << test.count << " test images from " << source << " ("
               << layout << ") to " << files.out_dir << std::endl;
     return 0;

@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "data/cifar/cifar_synthetic.h"
-#include "ddp/core/version_banner.h"
+#include "util/cli.h"
 
 int main(int argc, char** argv) {
   try {
@@ -22,29 +22,14 @@ int main(int argc, char** argv) {
         ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("0"))
         ("layout", "bin, py or both", cxxopts::value<std::string>()->default_value("both"))
         ("signal", "class signal strength in [0, 1] (1: easy; 0.15: harder)", cxxopts::value<double>()->default_value("1"))
-        ("noise", "per-pixel noise standard deviation (0-255 scale)", cxxopts::value<double>()->default_value("25"))
-        ("version", "print the version and exit")
-        ("h,help", "show this help");
-    cxxopts::ParseResult args;
-    try {
-      args = cli.parse(argc, argv);
-    } catch (const cxxopts::exceptions::exception& e) {
-      throw ddp::ConfigError(std::string("make_cifar10_synthetic: ") + e.what());
-    }
-    if (args.count("help")) {
-      std::cout << cli.help() << std::endl;
-      return 0;
-    }
-    if (args.count("version")) {
-      std::cout << ddp::detail::version_banner("make_cifar10_synthetic") << std::endl;
-      return 0;
-    }
-    if (!args.unmatched().empty()) throw ddp::ConfigError("make_cifar10_synthetic: unexpected argument '" + args.unmatched()[0] + "'");
-    if (!args.count("out")) throw ddp::ConfigError("make_cifar10_synthetic: --out is required");
+        ("noise", "per-pixel noise standard deviation (0-255 scale)", cxxopts::value<double>()->default_value("25"));
+    const auto parsed = ddp::util::parse_command_line(cli, argc, argv, ddp::util::CommandLineRules().required({"out"}));
+    if (!parsed) return 0;
+    const cxxopts::ParseResult& args = *parsed;
     const std::string layout = args["layout"].as<std::string>();
     if (layout != "bin" && layout != "py" && layout != "both")
       throw ddp::ConfigError("make_cifar10_synthetic: --layout must be bin, py or both, got '" + layout + "'");
-    auto options = ddp::data::SyntheticCifarOptions()
+    auto options = ddp::data::cifar::SyntheticCifarOptions()
                        .out_dir(args["out"].as<std::string>())
                        .train(args["train"].as<int64_t>())
                        .test(args["test"].as<int64_t>())
@@ -53,7 +38,7 @@ int main(int argc, char** argv) {
                        .noise(args["noise"].as<double>())
                        .write_binary(layout != "py")
                        .write_python(layout != "bin");
-    ddp::data::write_synthetic_cifar10(options);
+    ddp::data::cifar::write_synthetic_cifar10(options);
     std::cout << "wrote " << options.train() << " training and " << options.test() << " test images (" << layout
               << ") to " << options.out_dir() << std::endl;
     return 0;

@@ -3,7 +3,7 @@
 //
 //   make_ranzcr_synthetic --out /data/ranzcr-synth --n 2000 --n-test 200 --size 512 --seed 1
 #include "data/ranzcr/synthetic.h"
-#include "ddp/core/version_banner.h"
+#include "util/cli.h"
 
 #include <ddp/errors.h>
 
@@ -26,9 +26,7 @@ int main(int argc, char** argv) {
         ("patients", "distinct PatientIDs (0: n / 3)", cxxopts::value<int64_t>()->default_value("0"))
         ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("0"))
         ("quality", "JPEG quality", cxxopts::value<int>()->default_value("90"))
-        ("threads", "encoding threads (0: all cores)", cxxopts::value<int>()->default_value("0"))
-        ("version", "print the version and exit")
-        ("h,help", "this help");
+        ("threads", "encoding threads (0: all cores)", cxxopts::value<int>()->default_value("0"));
     // cxxopts wants long names of two letters or more: spell --n as --images.
     std::vector<std::string> words(argv, argv + argc);
     for (auto& w : words) {
@@ -37,22 +35,11 @@ int main(int argc, char** argv) {
     }
     std::vector<char*> fixed;
     for (auto& w : words) fixed.push_back(w.data());
-    cxxopts::ParseResult args;
-    try {
-      args = cli.parse(static_cast<int>(fixed.size()), fixed.data());
-    } catch (const std::exception& e) {
-      throw ddp::ConfigError(std::string("make_ranzcr_synthetic: ") + e.what());
-    }
-    if (args.count("help")) {
-      std::cout << cli.help() << std::endl;
-      return 0;
-    }
-    if (args.count("version")) {
-      std::cout << ddp::detail::version_banner("make_ranzcr_synthetic") << std::endl;
-      return 0;
-    }
-    if (!args.count("out")) throw ddp::ConfigError("make_ranzcr_synthetic: --out is required");
-    auto options = ddp::ranzcr::SyntheticOptions()
+    const auto parsed = ddp::util::parse_command_line(cli, static_cast<int>(fixed.size()), fixed.data(),
+                                                      ddp::util::CommandLineRules().required({"out"}));
+    if (!parsed) return 0;
+    const cxxopts::ParseResult& args = *parsed;
+    auto options = ddp::data::ranzcr::SyntheticOptions()
                        .dir(args["out"].as<std::string>())
                        .images(args["n"].as<int64_t>())
                        .test_images(args["n-test"].as<int64_t>())
@@ -62,7 +49,7 @@ int main(int argc, char** argv) {
                        .jpeg_quality(args["quality"].as<int>())
                        .threads(args["threads"].as<int>());
     const auto t0 = std::chrono::steady_clock::now();
-    ddp::ranzcr::write_synthetic_dataset(options);
+    ddp::data::ranzcr::write_synthetic_dataset(options);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::cout << "wrote " << options.images() << " training and " << options.test_images() << " test images of "
               << options.size() << "x" << options.size() << " to " << options.dir() << " in " << s << " s"

@@ -10,7 +10,7 @@
 #include "data/cifar/cifar_files.h"
 #include "data/common/file_bytes.h"
 
-namespace ddp::data {
+namespace ddp::data::cifar {
 
 const char* to_string(CifarLayout layout) { return layout == CifarLayout::kBinary ? "binary" : "python"; }
 
@@ -91,4 +91,4 @@ Cifar10Data load_cifar10(const std::string& data_dir) {
   return d;
 }
 
-}  // namespace ddp::data
+}  // namespace ddp::data::cifar

@@ -1,7 +1,7 @@
 #pragma once
 // CIFAR-10 decoded once into memory, from either published layout (auto-detected).
 //
-//   ddp::data::Cifar10Data d = ddp::data::load_cifar10("/data");   // holds cifar-10-batches-{bin,py}/
+//   ddp::data::cifar::Cifar10Data d = ddp::data::cifar::load_cifar10("/data");   // holds cifar-10-batches-{bin,py}/
 //   d.train.images  // uint8 [50000, 3, 32, 32]
 //   d.train.labels  // int64 [50000]
 //
@@ -14,7 +14,7 @@
 
 #include <string>
 
-namespace ddp::data {
+namespace ddp::data::cifar {
 
 struct CifarSplit {
   at::Tensor images;  ///< uint8 [N, 3, 32, 32], contiguous, CPU
@@ -46,4 +46,4 @@ struct Cifar10Data {
 /// Reads and validates every batch file. DataError naming the file on any defect.
 Cifar10Data load_cifar10(const std::string& data_dir);
 
-}  // namespace ddp::data
+}  // namespace ddp::data::cifar

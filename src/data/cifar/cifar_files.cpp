@@ -6,7 +6,7 @@
 
 #include "data/cifar/pickle_reader.h"
 
-namespace ddp::data {
+namespace ddp::data::cifar {
 
 CifarRecords parse_cifar_binary(const std::vector<uint8_t>& bytes, const std::string& path) {
   if (bytes.empty()) throw DataError(path + ": empty file, expected 3073-byte CIFAR-10 records");
@@ -126,4 +126,4 @@ CifarRecords parse_cifar_pickle(const std::vector<uint8_t>& bytes, const std::st
   return r;
 }
 
-}  // namespace ddp::data
+}  // namespace ddp::data::cifar

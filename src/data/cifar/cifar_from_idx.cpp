@@ -7,7 +7,7 @@
 
 #include "data/cifar/cifar_files.h"
 
-namespace ddp::data {
+namespace ddp::data::cifar {
 
 const std::vector<std::string>& fashion_mnist_class_names() {
   static const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
@@ -51,4 +51,4 @@ CifarRecords cifar_split_from_idx(const IdxArray& images, const IdxArray& labels
   return out;
 }
 
-}  // namespace ddp::data
+}  // namespace ddp::data::cifar

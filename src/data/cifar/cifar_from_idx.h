@@ -14,7 +14,7 @@
 #include "data/cifar/cifar_layout_writer.h"
 #include "data/idx/idx_file.h"
 
-namespace ddp::data {
+namespace ddp::data::cifar {
 
 /// `images` must be [n][h][w] with 1 <= h, w <= 32 and `labels` [n] with values 0..9. `limit` > 0
 /// keeps the first `limit` images. DataError naming `what` when shapes or labels do not fit.
@@ -23,4 +23,4 @@ CifarRecords cifar_split_from_idx(const IdxArray& images, const IdxArray& labels
 /// Fashion-MNIST's class names, in label order.
 const std::vector<std::string>& fashion_mnist_class_names();
 
-}  // namespace ddp::data
+}  // namespace ddp::data::cifar

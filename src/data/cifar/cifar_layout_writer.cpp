@@ -2,45 +2,20 @@
 
 #include <ddp/errors.h>
 
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
 #include "data/cifar/cifar_files.h"
 #include "data/cifar/pickle_writer.h"
 #include "data/common/file_bytes.h"
+#include "util/files.h"
 
-namespace ddp::data {
+namespace ddp::data::cifar {
 namespace {
 
 constexpr int kTrainFiles = 5;
 
-void make_dirs(const std::string& path) {
-  std::string partial;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    partial = path.substr(0, pos);
-    if (partial.empty()) continue;
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-      throw DataError(partial + ": cannot create directory (" + std::strerror(errno) + ")");
-  }
-  if (!is_directory(path)) throw DataError(path + ": not a directory");
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw DataError(path + ": cannot write (" + std::strerror(errno) + ")");
-  const size_t written = bytes.empty() ? 0 : std::fwrite(bytes.data(), 1, bytes.size(), f);
-  const bool ok = written == bytes.size() && std::fclose(f) == 0;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw DataError(path + ": write failed");
-  }
-}
+void write_cifar_file(const std::string& path, const std::string& bytes) { util::write_file_atomically(path, {bytes}); }
 
 std::string binary_records(const CifarRecords& s, int64_t begin, int64_t n) {
   std::string out(static_cast<size_t>(n) * kCifarRecordBytes, '\0');
@@ -87,26 +62,26 @@ void write_cifar10_layout(const CifarLayoutFiles& f) {
 
   if (f.binary) {
     const std::string dir = join_path(f.out_dir, "cifar-10-batches-bin");
-    make_dirs(dir);
+    util::make_dirs(dir);
     for (int b = 0; b < kTrainFiles; ++b)
-      write_file(join_path(dir, "data_batch_" + std::to_string(b + 1) + ".bin"),
+      write_cifar_file(join_path(dir, "data_batch_" + std::to_string(b + 1) + ".bin"),
                  binary_records(*f.train, begin[b], begin[b + 1] - begin[b]));
-    write_file(join_path(dir, "test_batch.bin"), binary_records(*f.test, 0, f.test->count));
+    write_cifar_file(join_path(dir, "test_batch.bin"), binary_records(*f.test, 0, f.test->count));
     std::string meta;
     for (const auto& n : f.class_names) meta += n + "\n";
-    write_file(join_path(dir, "batches.meta.txt"), meta);
+    write_cifar_file(join_path(dir, "batches.meta.txt"), meta);
   }
   if (f.python) {
     const std::string dir = join_path(f.out_dir, "cifar-10-batches-py");
-    make_dirs(dir);
+    util::make_dirs(dir);
     for (int b = 0; b < kTrainFiles; ++b) {
       const std::string label = "training batch " + std::to_string(b + 1) + " of 5";
-      write_file(join_path(dir, "data_batch_" + std::to_string(b + 1)),
+      write_cifar_file(join_path(dir, "data_batch_" + std::to_string(b + 1)),
                  python_batch(*f.train, begin[b], begin[b + 1] - begin[b], label, f.train_name_prefix));
     }
-    write_file(join_path(dir, "test_batch"), python_batch(*f.test, 0, f.test->count, "testing batch 1 of 1", f.test_name_prefix));
-    write_file(join_path(dir, "batches.meta"), cifar_meta_pickle(begin[1], f.class_names));
+    write_cifar_file(join_path(dir, "test_batch"), python_batch(*f.test, 0, f.test->count, "testing batch 1 of 1", f.test_name_prefix));
+    write_cifar_file(join_path(dir, "batches.meta"), cifar_meta_pickle(begin[1], f.class_names));
   }
 }
 
-}  // namespace ddp::data
+}  // namespace ddp::data::cifar

@@ -11,7 +11,7 @@
 
 #include "data/cifar/cifar_files.h"
 
-namespace ddp::data {
+namespace ddp::data::cifar {
 
 struct CifarLayoutFiles {
   std::string out_dir;                   ///< created if missing
@@ -28,4 +28,4 @@ struct CifarLayoutFiles {
 /// folder cannot be made or a file cannot be written; ConfigError when there is nothing to write.
 void write_cifar10_layout(const CifarLayoutFiles& files);
 
-}  // namespace ddp::data
+}  // namespace ddp::data::cifar

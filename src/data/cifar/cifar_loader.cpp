@@ -6,7 +6,7 @@
 
 #include "data/common/host_memory.h"
 
-namespace ddp::data {
+namespace ddp::data::cifar {
 
 CifarLoader::CifarLoader(const CifarSplit& split, CifarLoaderOptions options) : split_(split), options_(options) {
   if (options_.batch_size() < 1) throw ConfigError("batch size must be >= 1, got " + std::to_string(options_.batch_size()));
@@ -27,9 +27,9 @@ void CifarLoader::start_epoch(int64_t epoch, std::vector<int64_t> indices, int64
   indices_ = std::move(indices);
   const int64_t total = batches_for(static_cast<int64_t>(indices_.size()));
   first_batch_ = std::min(std::max<int64_t>(first_batch, 0), total);
-  prefetcher_ = std::make_unique<OrderedPrefetcher<HostBatch>>(
+  prefetcher_ = std::make_unique<util::OrderedPrefetcher<HostBatch>>(
       total - first_batch_, [this](int64_t i) { return make_host_batch(first_batch_ + i); },
-      PrefetchOptions().workers(options_.workers()).capacity(options_.prefetch()));
+      util::PrefetchOptions().workers(options_.workers()).capacity(options_.prefetch()));
 }
 
 CifarLoader::HostBatch CifarLoader::make_host_batch(int64_t batch) const {
@@ -55,4 +55,4 @@ std::optional<CifarBatch> CifarLoader::next() {
   return batch;
 }
 
-}  // namespace ddp::data
+}  // namespace ddp::data::cifar

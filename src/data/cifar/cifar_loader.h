@@ -19,9 +19,9 @@
 
 #include "data/cifar/cifar_dataset.h"
 #include "data/cifar/cifar_transforms.h"
-#include "data/common/ordered_prefetcher.h"
+#include "util/ordered_prefetcher.h"
 
-namespace ddp::data {
+namespace ddp::data::cifar {
 
 struct CifarBatch {
   at::Tensor images;  ///< float [b, 3, 32, 32] on the loader's device
@@ -76,7 +76,7 @@ class CifarLoader {
   int64_t epoch_ = 0;
   int64_t first_batch_ = 0;
   std::vector<int64_t> indices_;
-  std::unique_ptr<OrderedPrefetcher<HostBatch>> prefetcher_;
+  std::unique_ptr<util::OrderedPrefetcher<HostBatch>> prefetcher_;
 };
 
-}  // namespace ddp::data
+}  // namespace ddp::data::cifar

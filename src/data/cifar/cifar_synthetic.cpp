@@ -9,7 +9,7 @@
 #include "data/cifar/cifar_layout_writer.h"
 #include "data/common/counter_rng.h"
 
-namespace ddp::data {
+namespace ddp::data::cifar {
 namespace {
 
 // Well-separated RGB colours, one per class.
@@ -89,4 +89,4 @@ void write_synthetic_cifar10(const SyntheticCifarOptions& o) {
   write_cifar10_layout(files);
 }
 
-}  // namespace ddp::data
+}  // namespace ddp::data::cifar

@@ -13,7 +13,7 @@
 
 #include "data/cifar/cifar_layout_writer.h"
 
-namespace ddp::data {
+namespace ddp::data::cifar {
 
 struct SyntheticCifarOptions {
 #define DDP_SYN_OPTION(type, name, init) \
@@ -48,4 +48,4 @@ void write_synthetic_cifar10(const SyntheticCifarOptions& options);
 /// The real CIFAR-10 class names, in label order.
 const std::vector<std::string>& cifar10_class_names();
 
-}  // namespace ddp::data
+}  // namespace ddp::data::cifar

@@ -6,7 +6,7 @@
 
 #include "data/common/counter_rng.h"
 
-namespace ddp::data {
+namespace ddp::data::cifar {
 
 const float kCifarMean[3] = {0.4914f, 0.4822f, 0.4465f};
 const float kCifarStd[3] = {0.2023f, 0.1994f, 0.2010f};
@@ -93,4 +93,4 @@ void assemble_cifar_batch(const CifarSplit& split, const int64_t* indices, int64
   }
 }
 
-}  // namespace ddp::data
+}  // namespace ddp::data::cifar

@@ -15,7 +15,7 @@
 
 #include "data/cifar/cifar_dataset.h"
 
-namespace ddp::data {
+namespace ddp::data::cifar {
 
 /// The seed's normalisation: transforms.Normalize((0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)).
 extern const float kCifarMean[3];
@@ -62,4 +62,4 @@ SampleAugmentation sample_augmentation(const CifarAugment& aug, int64_t epoch, i
 void assemble_cifar_batch(const CifarSplit& split, const int64_t* indices, int64_t n, const CifarAugment& aug,
                           int64_t epoch, at::Tensor& images, at::Tensor& labels);
 
-}  // namespace ddp::data
+}  // namespace ddp::data::cifar

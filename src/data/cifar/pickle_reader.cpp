@@ -8,7 +8,7 @@
 #include <sstream>
 #include <unordered_map>
 
-namespace ddp::data::pickle {
+namespace ddp::data::cifar::pickle {
 namespace {
 
 // Opcodes (pickletools names).
@@ -508,4 +508,4 @@ ValuePtr load(const uint8_t* bytes, size_t size, const std::string& source) {
   return Reader(bytes, size, source).run();
 }
 
-}  // namespace ddp::data::pickle
+}  // namespace ddp::data::cifar::pickle

@@ -8,7 +8,7 @@
 // at protocol 5). Nothing is executed: the only callables accepted are those few numpy/_codecs
 // names, interpreted here. Anything else is a ddp::DataError naming the file, offset and opcode.
 //
-//   auto root = ddp::data::pickle::load(bytes.data(), bytes.size(), path);
+//   auto root = ddp::data::cifar::pickle::load(bytes.data(), bytes.size(), path);
 //   const Value* data = root->find("data");
 
 #include <cstdint>
@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace ddp::data::pickle {
+namespace ddp::data::cifar::pickle {
 
 struct Value;
 using ValuePtr = std::shared_ptr<Value>;
@@ -68,4 +68,4 @@ struct Value {
 /// Parses one pickle. `source` names the data in error messages (usually the file path).
 ValuePtr load(const uint8_t* bytes, size_t size, const std::string& source);
 
-}  // namespace ddp::data::pickle
+}  // namespace ddp::data::cifar::pickle

@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-namespace ddp::data {
+namespace ddp::data::cifar {
 namespace {
 
 constexpr size_t kBatch = 1000;  // cPickle's BATCHSIZE
@@ -178,4 +178,4 @@ std::string cifar_meta_pickle(int64_t num_cases_per_batch, const std::vector<std
   return w.finish();
 }
 
-}  // namespace ddp::data
+}  // namespace ddp::data::cifar

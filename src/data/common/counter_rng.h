@@ -10,15 +10,12 @@
 
 #include <cstdint>
 
+#include "util/splitmix64.h"
+
 namespace ddp::data {
 
-/// SplitMix64 finaliser: a bijective, well-mixed 64-bit hash.
-inline uint64_t mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+/// A bijective, well-mixed 64-bit hash (the SplitMix64 output function).
+inline uint64_t mix64(uint64_t x) { return util::splitmix64(x); }
 
 /// Hash of three words; distinct inputs give independent-looking outputs.
 inline uint64_t mix64(uint64_t a, uint64_t b, uint64_t c) { return mix64(mix64(mix64(a) ^ b) ^ c); }

@@ -8,7 +8,7 @@
 #include <limits>
 #include <numeric>
 
-namespace ddp::ranzcr {
+namespace ddp::data::ranzcr {
 
 std::optional<double> roc_auc(const float* scores, const float* targets, size_t n, size_t stride) {
   std::vector<size_t> order(n);
@@ -66,4 +66,4 @@ AucReport column_aucs(const std::vector<float>& probabilities, const std::vector
   return r;
 }
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

@@ -1,7 +1,7 @@
 #pragma once
 // ROC AUC per label column and their mean: the RANZCR CLiP (Kaggle) metric.
 //
-//   auto report = ddp::ranzcr::column_aucs(probabilities, targets, /*columns=*/11);
+//   auto report = ddp::data::ranzcr::column_aucs(probabilities, targets, /*columns=*/11);
 //   report.mean;               // mean over the columns that have both classes
 //   report.single_class;       // columns left out of the mean (only 0s or only 1s in targets)
 //
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace ddp::ranzcr {
+namespace ddp::data::ranzcr {
 
 /// AUC of `n` scores against 0/1 targets read with a stride (column c of a row-major [n, k]
 /// matrix: base + c, stride k). nullopt when the targets hold a single class. DataError on a
@@ -29,4 +29,4 @@ struct AucReport {
 /// `probabilities` and `targets` are row-major [n, columns].
 AucReport column_aucs(const std::vector<float>& probabilities, const std::vector<float>& targets, int columns);
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <fstream>
 
-namespace ddp::ranzcr {
+namespace ddp::data::ranzcr {
 
 bool jpeg_dimensions(const uint8_t* data, size_t size, int* width, int* height) {
   if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) return false;
@@ -129,4 +129,4 @@ void to_input(const cv::Mat& image, float* out, const AugmentOptions* augment, R
   for (size_t i = 0; i < n; ++i) out[i] = lut[px[i]];
 }
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

@@ -4,9 +4,9 @@
 // then (training) one affine warp for random resized crop + small rotation, brightness/contrast
 // jitter and normalisation, written straight into the batch tensor's memory.
 //
-//   cv::Mat img = ddp::ranzcr::decode_resized("train/1.2.3.jpg", 224);   // CV_8UC1 224x224
-//   ddp::ranzcr::Rng rng = ddp::ranzcr::Rng::for_stream(seed, epoch, index);
-//   ddp::ranzcr::to_input(img, out_ptr, &augment, &rng);                 // 224*224 floats
+//   cv::Mat img = ddp::data::ranzcr::decode_resized("train/1.2.3.jpg", 224);   // CV_8UC1 224x224
+//   ddp::data::ranzcr::Rng rng = ddp::data::ranzcr::Rng::for_stream(seed, epoch, index);
+//   ddp::data::ranzcr::to_input(img, out_ptr, &augment, &rng);                 // 224*224 floats
 
 #include "data/ranzcr/random.h"
 
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace ddp::ranzcr {
+namespace ddp::data::ranzcr {
 
 /// Mean and standard deviation for normalisation: ImageNet's RGB statistics averaged over the
 /// channels, so a grayscale stem converted from torchvision weights sees familiar inputs.
@@ -54,4 +54,4 @@ std::vector<uint8_t> read_file(const std::string& path);
 /// kPixelMean/kPixelStd; with `augment` (and `rng`) the training augmentation is applied first.
 void to_input(const cv::Mat& image, float* out, const AugmentOptions* augment = nullptr, Rng* rng = nullptr);
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

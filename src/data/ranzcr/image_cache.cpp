@@ -10,12 +10,11 @@
 
 #include <array>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
-#include <thread>
 
-namespace ddp::ranzcr {
-namespace fs = std::filesystem;
+#include "util/files.h"
+
+namespace ddp::data::ranzcr {
 
 uint32_t crc32(const uint8_t* data, size_t size, uint32_t crc) {
   static const std::array<uint32_t, 256> table = [] {
@@ -92,35 +91,17 @@ void write_entry(const std::string& path, const cv::Mat& img, const SourceStamp&
   h.source_mtime_ns = stamp.mtime_ns;
   const size_t n = static_cast<size_t>(img.cols) * img.rows;
   h.pixels_crc = crc32(img.data, n);
-  // Unique temporary name per process and thread; rename() is atomic within a file system.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(&h), sizeof h);
-    out.write(reinterpret_cast<const char*>(img.data), static_cast<std::streamsize>(n));
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw ddp::DataError("cannot write cache entry '" + tmp + "' (disk full or read-only cache folder?)");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw ddp::DataError("cannot move cache entry into place at '" + path + "': " + ec.message());
-  }
+  // No fsync: an entry lost to a crash is decoded again, and a torn one fails its CRC check.
+  util::write_file_atomically(path,
+                              {std::string_view(reinterpret_cast<const char*>(&h), sizeof h),
+                               std::string_view(reinterpret_cast<const char*>(img.data), n)},
+                              util::Durability::kRenamed);
 }
 
 }  // namespace
 
 ImageCache::ImageCache(const std::string& dir, int size) : dir_(dir + "/" + std::to_string(size)), size_(size) {
-  std::error_code ec;
-  fs::create_directories(dir_, ec);
-  if (ec || !fs::is_directory(dir_)) {
-    throw ddp::DataError("cannot create cache folder '" + dir_ + "'" + (ec ? ": " + ec.message() : ""));
-  }
+  util::make_dirs(dir_);
 }
 
 std::string ImageCache::entry_path(const std::string& uid) const { return dir_ + "/" + uid + ".u8"; }
@@ -146,4 +127,4 @@ cv::Mat ImageCache::load(const std::string& uid, const std::string& source) {
   return img;
 }
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

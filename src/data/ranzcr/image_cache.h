@@ -1,7 +1,7 @@
 #pragma once
 // Resized images stored once, read back instead of decoding the JPEG again (--cache-dir).
 //
-//   ddp::ranzcr::ImageCache cache("/data/cache", 224);
+//   ddp::data::ranzcr::ImageCache cache("/data/cache", 224);
 //   cv::Mat img = cache.load(uid, "/data/train/" + uid + ".jpg");   // decodes + stores on a miss
 //
 // Layout: <dir>/<size>/<uid>.u8 — a 48-byte header (magic "DDPRZC01", width, height, the source's
@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string>
 
-namespace ddp::ranzcr {
+namespace ddp::data::ranzcr {
 
 /// CRC-32 (IEEE 802.3, as zlib's crc32) of `size` bytes.
 uint32_t crc32(const uint8_t* data, size_t size, uint32_t crc = 0);
@@ -43,4 +43,4 @@ class ImageCache {
   std::atomic<int64_t> hits_{0}, misses_{0}, rebuilt_{0};
 };
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

@@ -12,8 +12,9 @@
 
 #include <chrono>
 #include <cstring>
+#include <exception>
 
-namespace ddp::ranzcr {
+namespace ddp::data::ranzcr {
 
 int64_t check_images_exist(Dataset& dataset, bool skip_missing) {
   std::vector<Record> kept;
@@ -42,8 +43,6 @@ int64_t check_images_exist(Dataset& dataset, bool skip_missing) {
 
 struct BatchLoader::Slot {
   Batch batch;
-  int64_t remaining = 0;
-  std::exception_ptr error;
 };
 
 BatchLoader::BatchLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions options)
@@ -53,25 +52,12 @@ BatchLoader::BatchLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions o
   if (options_.workers() < 0) throw ddp::ConfigError("--workers must be >= 0, got " + std::to_string(options_.workers()));
   if (options_.prefetch_batches() < 1) options_.prefetch_batches(1);
   if (!options_.cache_dir().empty()) cache_ = std::make_unique<ImageCache>(options_.cache_dir(), options_.image_size());
-  if (options_.workers() > 0) {
-    cv::setNumThreads(1);
-    for (int i = 0; i < options_.workers(); ++i) threads_.emplace_back([this] { worker_loop(); });
-  }
+  if (options_.workers() > 0) cv::setNumThreads(1);
 }
 
-BatchLoader::~BatchLoader() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  work_cv_.notify_all();
-  for (auto& t : threads_) t.join();
-}
+BatchLoader::~BatchLoader() = default;
 
-int64_t BatchLoader::batches_in_epoch() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return (total_ + options_.batch_size() - 1) / options_.batch_size();
-}
+int64_t BatchLoader::batches_in_epoch() const { return (total_ + options_.batch_size() - 1) / options_.batch_size(); }
 
 double BatchLoader::wait_seconds() const { return static_cast<double>(wait_ns_.load()) * 1e-9; }
 
@@ -82,21 +68,22 @@ void BatchLoader::start_epoch(std::vector<int64_t> indices, uint64_t epoch) {
                              std::to_string(dataset_->records.size()) + " records");
     }
   }
-  std::unique_lock<std::mutex> lock(mutex_);
-  ++generation_;  // samples still being decoded for the old epoch are dropped when they finish
-  done_cv_.wait(lock, [&] { return in_flight_ == 0; });
+  samples_.reset();  // abandons the previous epoch: its workers finish the image in hand and stop
   slots_.clear();
   indices_ = std::move(indices);
   epoch_ = epoch;
   total_ = static_cast<int64_t>(indices_.size());
   if (options_.drop_last()) total_ -= total_ % options_.batch_size();
-  next_job_ = 0;
   consumed_ = 0;
-  lock.unlock();
-  work_cv_.notify_all();
+  // Sample j may start once the batch `prefetch_batches` before its own has been handed out.
+  samples_ = std::make_unique<util::OrderedPrefetcher<std::shared_ptr<Slot>>>(
+      total_, [this](int64_t position) { return produce_sample(position); },
+      util::PrefetchOptions().workers(options_.workers()).capacity(
+          static_cast<int>(options_.prefetch_batches() * options_.batch_size())));
 }
 
-std::shared_ptr<BatchLoader::Slot> BatchLoader::slot_for_locked(int64_t batch) {
+std::shared_ptr<BatchLoader::Slot> BatchLoader::slot_for(int64_t batch) {
+  std::lock_guard<std::mutex> lock(slots_mutex_);
   auto it = slots_.find(batch);
   if (it != slots_.end()) return it->second;
   const int64_t first = batch * options_.batch_size();
@@ -109,8 +96,13 @@ std::shared_ptr<BatchLoader::Slot> BatchLoader::slot_for_locked(int64_t batch) {
   slot->batch.targets = at::empty({rows, kNumLabels}, opts);
   slot->batch.indices.assign(indices_.begin() + first, indices_.begin() + first + rows);
   slot->batch.valid.assign(static_cast<size_t>(rows), 1);
-  slot->remaining = rows;
   slots_.emplace(batch, slot);
+  return slot;
+}
+
+std::shared_ptr<BatchLoader::Slot> BatchLoader::produce_sample(int64_t position) {
+  std::shared_ptr<Slot> slot = slot_for(position / options_.batch_size());
+  fill_sample(*slot, position % options_.batch_size(), indices_[static_cast<size_t>(position)], epoch_);
   return slot;
 }
 
@@ -136,74 +128,33 @@ void BatchLoader::fill_sample(Slot& slot, int64_t row, int64_t index, uint64_t e
   }
 }
 
-void BatchLoader::worker_loop() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (true) {
-    work_cv_.wait(lock, [&] {
-      return stop_ || (next_job_ < total_ && next_job_ / options_.batch_size() <
-                                                 consumed_ + options_.prefetch_batches());
-    });
-    if (stop_) return;
-    const int64_t job = next_job_++;
-    const int64_t batch = job / options_.batch_size();
-    const int64_t row = job % options_.batch_size();
-    const uint64_t generation = generation_, epoch = epoch_;
-    const int64_t index = indices_[job];
-    std::shared_ptr<Slot> slot = slot_for_locked(batch);
-    ++in_flight_;
-    lock.unlock();
-    std::exception_ptr error;
-    try {
-      fill_sample(*slot, row, index, epoch);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    lock.lock();
-    --in_flight_;
-    if (generation == generation_) {
-      if (error && !slot->error) slot->error = error;
-      --slot->remaining;
-    }
-    done_cv_.notify_all();
-  }
-}
-
 bool BatchLoader::next(Batch* batch) {
+  if (!samples_ || consumed_ >= batches_in_epoch()) return false;
   const auto t0 = std::chrono::steady_clock::now();
-  std::unique_lock<std::mutex> lock(mutex_);
-  const int64_t batches = (total_ + options_.batch_size() - 1) / options_.batch_size();
-  if (consumed_ >= batches) return false;
-  const int64_t wanted = consumed_;
+  const int64_t rows = std::min(options_.batch_size(), total_ - consumed_ * options_.batch_size());
+  // Every row of the batch is taken, so the next batch starts at its first row even when one failed;
+  // the first failure is rethrown once the batch is complete.
   std::shared_ptr<Slot> slot;
-  if (threads_.empty()) {
-    // No pool: decode this batch here.
-    slot = slot_for_locked(wanted);
-    const int64_t first = wanted * options_.batch_size();
-    const uint64_t epoch = epoch_;
-    lock.unlock();
-    for (int64_t r = 0; r < static_cast<int64_t>(slot->batch.indices.size()); ++r) {
-      fill_sample(*slot, r, slot->batch.indices[static_cast<size_t>(r)], epoch);
+  std::exception_ptr error;
+  for (int64_t r = 0; r < rows; ++r) {
+    try {
+      slot = *samples_->next();
+    } catch (...) {
+      if (!error) error = std::current_exception();
     }
-    lock.lock();
-    slot->remaining = 0;
-    next_job_ = std::max(next_job_, first + static_cast<int64_t>(slot->batch.indices.size()));
-  } else {
-    done_cv_.wait(lock, [&] {
-      auto it = slots_.find(wanted);
-      return it != slots_.end() && it->second->remaining == 0;
-    });
-    slot = slots_.at(wanted);
-    wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   }
-  slots_.erase(wanted);
+  if (options_.workers() > 0)
+    wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  {
+    std::lock_guard<std::mutex> lock(slots_mutex_);
+    slots_.erase(consumed_);
+  }
   ++consumed_;
-  lock.unlock();
-  work_cv_.notify_all();
-  if (slot->error) std::rethrow_exception(slot->error);
+  if (error) std::rethrow_exception(error);
   *batch = std::move(slot->batch);
   batch->num_valid = 0;
   for (uint8_t v : batch->valid) batch->num_valid += v;
   return true;
 }
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

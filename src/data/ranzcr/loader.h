@@ -2,11 +2,11 @@
 // Batches of RANZCR images decoded, resized, augmented and normalised on a pool of threads, a few
 // batches ahead of the training loop, so neither the GPU nor the CPU waits for data.
 //
-//   auto data = std::make_shared<ddp::ranzcr::Dataset>(records, "data/train");
-//   ddp::ranzcr::BatchLoader loader(data, ddp::ranzcr::LoaderOptions().batch_size(32)
+//   auto data = std::make_shared<ddp::data::ranzcr::Dataset>(records, "data/train");
+//   ddp::data::ranzcr::BatchLoader loader(data, ddp::data::ranzcr::LoaderOptions().batch_size(32)
 //                                             .image_size(224).workers(4).augment(true));
 //   loader.start_epoch(sampler.indices(), epoch);          // indices into data->records
-//   ddp::ranzcr::Batch batch;
+//   ddp::data::ranzcr::Batch batch;
 //   while (loader.next(&batch)) { model(batch.images) ... batch.targets ... }
 //
 // Samples are produced in order; sample i of epoch e is augmented with its own random stream
@@ -20,17 +20,16 @@
 #include <ATen/core/Tensor.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
-namespace ddp::ranzcr {
+#include "util/ordered_prefetcher.h"
+
+namespace ddp::data::ranzcr {
 
 class ImageCache;
 
@@ -123,30 +122,28 @@ class BatchLoader {
   const LoaderOptions& options() const { return options_; }
 
  private:
-  struct Slot;
-  void worker_loop();
-  std::shared_ptr<Slot> slot_for_locked(int64_t batch);
+  struct Slot;  // one batch, its rows filled by the workers
+  std::shared_ptr<Slot> slot_for(int64_t batch);
+  std::shared_ptr<Slot> produce_sample(int64_t position);
   void fill_sample(Slot& slot, int64_t row, int64_t index, uint64_t epoch);
 
   std::shared_ptr<const Dataset> dataset_;
   LoaderOptions options_;
   std::unique_ptr<ImageCache> cache_;
 
-  mutable std::mutex mutex_;
-  std::condition_variable work_cv_;  // workers: a job may be available
-  std::condition_variable done_cv_;  // consumer / start_epoch: a sample finished
+  // This epoch; fixed while its samples are produced.
   std::vector<int64_t> indices_;
   uint64_t epoch_ = 0;
-  uint64_t generation_ = 0;
-  int64_t total_ = 0;        // samples in this epoch (after drop_last)
-  int64_t next_job_ = 0;     // next sample position to hand out
-  int64_t consumed_ = 0;     // batches handed to next()
-  int64_t in_flight_ = 0;    // samples being processed by workers
-  std::map<int64_t, std::shared_ptr<Slot>> slots_;
-  bool stop_ = false;
+  int64_t total_ = 0;     // samples in this epoch (after drop_last)
+  int64_t consumed_ = 0;  // batches handed to next()
+
+  std::mutex slots_mutex_;
+  std::map<int64_t, std::shared_ptr<Slot>> slots_;  // batches with rows being filled, by index
   std::atomic<int64_t> bad_images_{0};
   std::atomic<int64_t> wait_ns_{0};
-  std::vector<std::thread> threads_;
+  // The epoch's samples in order, a few batches ahead, one image per thread. Declared last: its
+  // destructor joins the workers before the members they use go away.
+  std::unique_ptr<util::OrderedPrefetcher<std::shared_ptr<Slot>>> samples_;
 };
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

@@ -8,25 +8,25 @@
 #include <utility>
 #include <vector>
 
-namespace ddp::ranzcr {
+#include "util/splitmix64.h"
 
-/// SplitMix64: a fast 64-bit generator with good statistical quality, trivially seedable.
+namespace ddp::data::ranzcr {
+
+/// SplitMix64 (util/splitmix64.h) with the draws the pipeline needs.
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
+  explicit Rng(uint64_t seed) : gen_(seed) {}
   /// A generator for (seed, a, b): independent streams per epoch and sample, whatever the thread.
   static Rng for_stream(uint64_t seed, uint64_t a, uint64_t b = 0) {
-    Rng r(seed ^ 0x6a09e667f3bcc909ULL);
-    r.state_ ^= r.next() + a * 0x9e3779b97f4a7c15ULL;
-    r.state_ ^= r.next() + b * 0xbf58476d1ce4e5b9ULL;
-    return r;
+    util::SplitMix64 g(seed ^ 0x6a09e667f3bcc909ULL);
+    // Each step: one draw, then fold the draw and the stream word into the state.
+    uint64_t draw = g.next();
+    g = util::SplitMix64(g.state() ^ (draw + a * 0x9e3779b97f4a7c15ULL));
+    draw = g.next();
+    g = util::SplitMix64(g.state() ^ (draw + b * 0xbf58476d1ce4e5b9ULL));
+    return Rng(g);
   }
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return gen_.next(); }
   /// Uniform in [0, n) (Lemire's multiply-shift; bias below 2^-64 * n).
   uint64_t below(uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64); }
   /// Uniform in [lo, hi).
@@ -38,7 +38,8 @@ class Rng {
   }
 
  private:
-  uint64_t state_;
+  explicit Rng(util::SplitMix64 gen) : gen_(gen) {}
+  util::SplitMix64 gen_;
 };
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

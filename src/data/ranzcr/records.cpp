@@ -10,7 +10,9 @@
 #include <sstream>
 #include <unordered_map>
 
-namespace ddp::ranzcr {
+#include "util/files.h"
+
+namespace ddp::data::ranzcr {
 namespace fs = std::filesystem;
 
 const std::array<std::string, kNumLabels>& label_columns() {
@@ -179,28 +181,20 @@ void write_submission(const std::string& path, const std::vector<std::string>& u
     throw ddp::DataError("submission: " + std::to_string(uids.size()) + " uids but " +
                          std::to_string(probabilities.size()) + " probabilities");
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw ddp::DataError("cannot write submission file '" + tmp + "'");
-    out << kUidColumn;
-    for (const auto& c : label_columns()) out << ',' << c;
-    out << '\n';
-    char buf[32];
-    for (size_t i = 0; i < uids.size(); ++i) {
-      out << uids[i];
-      for (int c = 0; c < kNumLabels; ++c) {
-        std::snprintf(buf, sizeof buf, ",%.6f", probabilities[i * kNumLabels + c]);
-        out << buf;
-      }
-      out << '\n';
+  std::string csv = kUidColumn;
+  for (const auto& c : label_columns()) csv += ',' + c;
+  csv += '\n';
+  csv.reserve((uids.size() + 1) * 256);  // a row is about 170 bytes
+  char buf[32];
+  for (size_t i = 0; i < uids.size(); ++i) {
+    csv += uids[i];
+    for (int c = 0; c < kNumLabels; ++c) {
+      std::snprintf(buf, sizeof buf, ",%.6f", probabilities[i * kNumLabels + c]);
+      csv += buf;
     }
-    out.flush();
-    if (!out) throw ddp::DataError("error writing submission file '" + tmp + "'");
+    csv += '\n';
   }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw ddp::DataError("cannot move '" + tmp + "' to '" + path + "': " + ec.message());
+  util::write_file_atomically(path, {csv});
 }
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

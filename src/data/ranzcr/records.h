@@ -1,15 +1,15 @@
 #pragma once
 // RANZCR CLiP tables: train.csv in, submission.csv out.
 //
-//   auto records = ddp::ranzcr::read_train_csv("data/train.csv");   // DataError on bad rows
-//   records[0].uid, records[0].labels[ddp::ranzcr::kNumLabels - 1], records[0].patient_id
-//   ddp::ranzcr::write_submission("submission.csv", uids, probabilities);
+//   auto records = ddp::data::ranzcr::read_train_csv("data/train.csv");   // DataError on bad rows
+//   records[0].uid, records[0].labels[ddp::data::ranzcr::kNumLabels - 1], records[0].patient_id
+//   ddp::data::ranzcr::write_submission("submission.csv", uids, probabilities);
 
 #include <array>
 #include <string>
 #include <vector>
 
-namespace ddp::ranzcr {
+namespace ddp::data::ranzcr {
 
 constexpr int kNumLabels = 11;
 
@@ -42,4 +42,4 @@ void write_submission(const std::string& path, const std::vector<std::string>& u
 /// Splits one CSV line into fields (RFC 4180 quotes understood), without trimming.
 std::vector<std::string> split_csv_line(const std::string& line);
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

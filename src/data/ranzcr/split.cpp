@@ -10,7 +10,7 @@
 #include <string>
 #include <unordered_map>
 
-namespace ddp::ranzcr {
+namespace ddp::data::ranzcr {
 namespace {
 
 // Distinct patients in sorted order (a stable starting point for the seeded shuffle) and, for each,
@@ -85,4 +85,4 @@ Split kfold_by_patient(const std::vector<Record>& records, int folds, int fold, 
   return assemble(patients, is_val);
 }
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

@@ -1,8 +1,8 @@
 #pragma once
 // Train/validation splits grouped by PatientID: no patient has images on both sides.
 //
-//   auto split = ddp::ranzcr::split_by_patient(records, /*val_fraction=*/0.2, /*seed=*/1);
-//   auto fold = ddp::ranzcr::kfold_by_patient(records, /*folds=*/5, /*fold=*/0, /*seed=*/1);
+//   auto split = ddp::data::ranzcr::split_by_patient(records, /*val_fraction=*/0.2, /*seed=*/1);
+//   auto fold = ddp::data::ranzcr::kfold_by_patient(records, /*folds=*/5, /*fold=*/0, /*seed=*/1);
 //   split.train, split.val: indices into records, ascending.
 
 #include "data/ranzcr/records.h"
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace ddp::ranzcr {
+namespace ddp::data::ranzcr {
 
 struct Split {
   std::vector<int64_t> train;
@@ -27,4 +27,4 @@ Split split_by_patient(const std::vector<Record>& records, double val_fraction, 
 /// ConfigError when folds < 2, fold outside [0, folds) or fewer patients than folds.
 Split kfold_by_patient(const std::vector<Record>& records, int folds, int fold, uint64_t seed);
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

@@ -13,14 +13,14 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
-#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <set>
 #include <thread>
 
-namespace ddp::ranzcr {
-namespace fs = std::filesystem;
+#include "util/files.h"
+
+namespace ddp::data::ranzcr {
 namespace {
 
 // Share of positives per column: between 0.2 and 0.45, like a rebalanced version of the real data.
@@ -129,9 +129,7 @@ void write_csv(const std::string& path, const std::vector<Item>& items) {
 
 void write_images(const std::vector<Item>& items, const std::string& dir, const SyntheticOptions& o,
                   uint64_t stream_offset) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw ddp::DataError("cannot create '" + dir + "': " + ec.message());
+  util::make_dirs(dir);
   int threads = o.threads() > 0 ? o.threads() : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(1, items.size())));
   std::atomic<size_t> next{0};
@@ -182,9 +180,7 @@ void write_synthetic_dataset(const SyntheticOptions& o) {
     std::snprintf(buf, sizeof buf, "%09llx", static_cast<unsigned long long>(rng.next() & 0xfffffffffULL));
     if (seen.insert(buf).second) patients.push_back(buf);
   }
-  std::error_code ec;
-  fs::create_directories(o.dir(), ec);
-  if (ec) throw ddp::DataError("cannot create '" + o.dir() + "': " + ec.message());
+  util::make_dirs(o.dir());
   auto train = make_items(o.images(), patients, rng, 0);
   write_images(train, o.dir() + "/train", o, 0);
   write_csv(o.dir() + "/train.csv", train);
@@ -195,4 +191,4 @@ void write_synthetic_dataset(const SyntheticOptions& o) {
   }
 }
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

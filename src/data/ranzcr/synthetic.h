@@ -6,12 +6,12 @@
 // its own orientation (c % 4 * 45 degrees) and style (solid, dashed, double line by c / 4), on a
 // noisy chest-like background. A small CNN learns them in a few epochs.
 //
-//   ddp::ranzcr::write_synthetic_dataset(ddp::ranzcr::SyntheticOptions().dir("/tmp/rz").images(400).size(64));
+//   ddp::data::ranzcr::write_synthetic_dataset(ddp::data::ranzcr::SyntheticOptions().dir("/tmp/rz").images(400).size(64));
 
 #include <cstdint>
 #include <string>
 
-namespace ddp::ranzcr {
+namespace ddp::data::ranzcr {
 
 struct SyntheticOptions {
   SyntheticOptions& dir(std::string v) { dir_ = std::move(v); return *this; }
@@ -50,4 +50,4 @@ struct SyntheticOptions {
 /// Writes the dataset; ConfigError on bad options, DataError when a file cannot be written.
 void write_synthetic_dataset(const SyntheticOptions& options);
 
-}  // namespace ddp::ranzcr
+}  // namespace ddp::data::ranzcr

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "util/files.h"
+
 namespace ddp {
 namespace detail {
 namespace {
@@ -85,14 +87,11 @@ void retire_checkpoints_after(const std::string& dir, int64_t global_step) {
 }
 
 void remove_stale_temporaries(const std::string& dir) {
-  const std::string marker = ".tmp-";
   for (const auto& name : dir_entries(dir)) {
     if (name.rfind(std::string(".") + kPrefix, 0) != 0) continue;
-    size_t at = name.rfind(marker);
-    if (at == std::string::npos) continue;
-    long pid = std::strtol(name.c_str() + at + marker.size(), nullptr, 10);
-    if (pid <= 0 || pid == ::getpid()) continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;  // its writer may still run
+    const std::optional<pid_t> pid = util::temp_file_writer(name);
+    if (!pid || *pid == ::getpid()) continue;
+    if (::kill(*pid, 0) == 0 || errno == EPERM) continue;  // its writer may still run
     std::string path = dir + "/" + name;
     if (::unlink(path.c_str()) == 0) {
       DDP_LOG(INFO) << "removed " << path << ", left behind by an interrupted checkpoint write";

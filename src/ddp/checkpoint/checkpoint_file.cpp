@@ -42,19 +42,6 @@ std::string hex32(uint32_t v) {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-// write(2) until everything is out; false with errno set on failure.
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
 }  // namespace
 
 std::string make_checkpoint_header(std::string_view payload) {
@@ -123,56 +110,6 @@ std::string read_whole_file(const std::string& path) {
   }
   ::close(fd);
   return out;
-}
-
-void make_dirs(const std::string& dir) {
-  if (dir.empty()) return;
-  std::string partial;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = dir.find('/', pos + 1);
-    partial = dir.substr(0, pos);
-    if (partial.empty()) continue;
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-      throw DataError("checkpoint folder " + dir + ": cannot create " + partial + ": " + errno_text(errno));
-  }
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw DataError("checkpoint folder " + dir + " is not a folder");
-}
-
-void write_file_atomically(const std::string& dir, const std::string& name, std::string_view header,
-                           std::string_view payload) {
-  const std::string final_path = dir + "/" + name;
-  // Dot-prefixed so listings never take it for a checkpoint; the pid tells stale ones apart.
-  const std::string tmp_path = dir + "/." + name + ".tmp-" + std::to_string(::getpid());
-  auto fail = [&](const std::string& step, int err) {
-    ::unlink(tmp_path.c_str());
-    return DataError("checkpoint " + final_path + ": " + step + " failed: " + errno_text(err));
-  };
-  int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw fail("creating " + tmp_path, errno);
-  if (!write_all(fd, header) || !write_all(fd, payload)) {
-    int err = errno;
-    ::close(fd);
-    throw fail("writing " + tmp_path, err);
-  }
-  if (::fsync(fd) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw fail("fsync of " + tmp_path, err);
-  }
-  if (::close(fd) != 0) throw fail("closing " + tmp_path, errno);
-  if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) throw fail("rename from " + tmp_path, errno);
-  // The rename is durable only once the folder's entry is on disk.
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) throw DataError("checkpoint " + final_path + ": opening the folder for fsync failed: " +
-                               errno_text(errno));
-  int rc = ::fsync(dfd);
-  int err = errno;
-  ::close(dfd);
-  if (rc != 0 && err != EINVAL)  // some filesystems cannot fsync folders; the rename still happened
-    throw DataError("checkpoint " + final_path + ": fsync of the folder failed: " + errno_text(err));
 }
 
 }  // namespace ddp::detail

@@ -1,5 +1,5 @@
 #pragma once
-// The on-disk envelope of a checkpoint and its atomic write.
+// The on-disk envelope of a checkpoint (written atomically by util::write_file_atomically).
 //
 // Layout (little-endian): a 32-byte header, then the payload (a LibTorch archive).
 //   0  "DDPCKPT1"          magic
@@ -26,14 +26,5 @@ std::string_view verified_payload(const std::string& path, std::string_view file
 
 /// The whole file. DataError naming the file and the errno text.
 std::string read_whole_file(const std::string& path);
-
-/// Writes header + payload to `dir/name` atomically: a temporary file in the same folder, fsync,
-/// rename over the final name, fsync of the folder. DataError naming the file on any failure (the
-/// temporary file is removed).
-void write_file_atomically(const std::string& dir, const std::string& name, std::string_view header,
-                           std::string_view payload);
-
-/// Creates `dir` and its parents when missing. DataError when that fails or it is not a folder.
-void make_dirs(const std::string& dir);
 
 }  // namespace ddp::detail

@@ -22,8 +22,9 @@
 
 #include "ddp/checkpoint/checkpoint_dir.h"
 #include "ddp/checkpoint/checkpoint_file.h"
-#include "ddp/checkpoint/collective_device.h"
 #include "ddp/checkpoint/rng_state.h"
+#include "util/collectives.h"
+#include "util/files.h"
 
 namespace ddp {
 namespace {
@@ -159,7 +160,7 @@ std::string Checkpointer::save(torch::nn::Module& model, torch::optim::Optimizer
                                const std::map<std::string, std::string>& metadata) {
   if (options_.dir().empty()) return "";
   std::string mine = detail::capture_rng_states(impl_->tracked, options_.cuda_rng());
-  std::vector<std::string> rng = impl_->size() > 1 ? detail::allgather_bytes(*impl_->pg, mine)
+  std::vector<std::string> rng = impl_->size() > 1 ? util::allgather_bytes(*impl_->pg, mine)
                                                    : std::vector<std::string>{mine};
   std::string written;
   std::string error;
@@ -202,8 +203,8 @@ std::string Checkpointer::save(torch::nn::Module& model, torch::optim::Optimizer
         return n;
       });
       const std::string name = checkpoint_file_name(progress.global_step);
-      detail::make_dirs(options_.dir());
-      detail::write_file_atomically(options_.dir(), name, detail::make_checkpoint_header(payload), payload);
+      util::make_dirs(options_.dir());
+      util::write_file_atomically(options_.dir() + "/" + name, {detail::make_checkpoint_header(payload), payload});
       detail::prune_checkpoints(options_.dir(), options_.keep());
       written = options_.dir() + "/" + name;
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
@@ -216,7 +217,7 @@ std::string Checkpointer::save(torch::nn::Module& model, torch::optim::Optimizer
   // Nobody returns before the file is durable (a rank that exits right after a SIGTERM checkpoint
   // must not let its launcher stop rank 0 mid-write), and everybody learns whether it worked.
   int64_t ok = error.empty() ? 1 : 0;
-  if (impl_->size() > 1) ok = detail::broadcast_int64(*impl_->pg, ok, 0);
+  if (impl_->size() > 1) ok = util::broadcast_int64(*impl_->pg, ok, 0);
   if (!error.empty()) throw DataError(error);
   if (!ok) throw DataError("rank 0 failed to write the checkpoint of global step " +
                            std::to_string(progress.global_step) + " (its log says why)");
@@ -289,7 +290,7 @@ std::optional<CheckpointInfo> Checkpointer::resume(const std::string& policy, to
       choice = kRankZeroFailed;
     }
   }
-  if (impl_->size() > 1) choice = detail::broadcast_int64(*impl_->pg, choice, 0);
+  if (impl_->size() > 1) choice = util::broadcast_int64(*impl_->pg, choice, 0);
   if (failure) std::rethrow_exception(failure);
   if (choice == kRankZeroFailed)
     throw DataError("rank 0 found no usable checkpoint for --resume " + policy + " (its log says why)");

@@ -12,7 +12,7 @@
 
 #include <ATen/Functions.h>
 
-#include "ddp/checkpoint/collective_device.h"
+#include "util/collectives.h"
 
 namespace ddp {
 namespace {
@@ -71,7 +71,7 @@ bool adopt_vote(int64_t sig) {
 
 }  // namespace
 
-bool stop_requested_any(ProcessGroup& pg) { return adopt_vote(detail::allreduce_max_int64(pg, g_stop_signal.load())); }
+bool stop_requested_any(ProcessGroup& pg) { return adopt_vote(util::allreduce_max_int64(pg, g_stop_signal.load())); }
 
 struct StopVote::Pending {
   std::vector<at::Tensor> vote;  // {signal, microseconds per poll} on the collective device
@@ -101,7 +101,7 @@ bool StopVote::poll() {
   std::unique_ptr<Pending> previous = std::move(pending_);
   pending_ = std::make_unique<Pending>();
   at::Tensor mine = at::tensor({static_cast<int64_t>(g_stop_signal.load()), us_per_poll}, at::kLong);
-  pending_->vote = {detail::on_collective_device(mine, pg_)};
+  pending_->vote = {util::to_group_device(mine, pg_)};
   pending_->work = pg_.allreduce(pending_->vote, AllreduceOptions().op(ReduceOp::kMax));
   if (!previous) return false;  // the first vote has no outcome yet, on every rank
 

@@ -16,13 +16,13 @@ struct Spelling {
 
 /// The first set spelling decides. Every set one is validated, so a typo in a losing variable is
 /// still reported rather than silently ignored.
-std::optional<bool> resolve(const EnvMap& env, const std::vector<Spelling>& spellings) {
+std::optional<bool> resolve(const util::EnvMap& env, const std::vector<Spelling>& spellings) {
   std::optional<bool> chosen;
   std::string chosen_setting;  // "NAME=value", for the warning
   for (const auto& s : spellings) {
-    auto raw = env_get(env, s.name);
+    auto raw = util::env_get(env, s.name);
     if (!raw) continue;
-    const bool value = parse_env_bool(s.name, *raw) != s.inverted;
+    const bool value = util::parse_bool(s.name, *raw) != s.inverted;
     const std::string setting = std::string(s.name) + "=" + *raw;
     if (!chosen) {
       chosen = value;
@@ -36,12 +36,12 @@ std::optional<bool> resolve(const EnvMap& env, const std::vector<Spelling>& spel
 
 }  // namespace
 
-std::optional<bool> nccl_blocking_wait_from_env(const EnvMap& env) {
+std::optional<bool> nccl_blocking_wait_from_env(const util::EnvMap& env) {
   return resolve(env, {{"DDP_NCCL_BLOCKING_WAIT", false}, {"TORCH_NCCL_BLOCKING_WAIT", false},
                        {"NCCL_BLOCKING_WAIT", false}});
 }
 
-bool nccl_record_streams_from_env(const EnvMap& env) {
+bool nccl_record_streams_from_env(const util::EnvMap& env) {
   return resolve(env, {{"DDP_NCCL_RECORD_STREAMS", false}, {"TORCH_NCCL_AVOID_RECORD_STREAMS", true}}).value_or(true);
 }
 

@@ -11,17 +11,17 @@
 
 #include <optional>
 
-#include "ddp/core/env_parse.h"
+#include "util/env.h"
 
 namespace ddp::detail {
 
 /// Work::wait() blocks the CPU: DDP_NCCL_BLOCKING_WAIT, else TORCH_NCCL_BLOCKING_WAIT, else
 /// NCCL_BLOCKING_WAIT (what torch 1.13 read). nullopt when none is set (NcclOptions decides).
-std::optional<bool> nccl_blocking_wait_from_env(const EnvMap& env);
+std::optional<bool> nccl_blocking_wait_from_env(const util::EnvMap& env);
 
 /// Ops record their tensors on the NCCL stream with the caching allocator: DDP_NCCL_RECORD_STREAMS,
 /// else the inverse of TORCH_NCCL_AVOID_RECORD_STREAMS (=1 means DDP_NCCL_RECORD_STREAMS=0). True
 /// when neither is set.
-bool nccl_record_streams_from_env(const EnvMap& env);
+bool nccl_record_streams_from_env(const util::EnvMap& env);
 
 }  // namespace ddp::detail

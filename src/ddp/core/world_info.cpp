@@ -5,26 +5,23 @@
 #include <sstream>
 #include <vector>
 
-#include "ddp/core/env_parse.h"
+#include "util/env.h"
+#include "util/numbers.h"
 
 namespace ddp {
 namespace {
 
-using detail::EnvMap;
-using detail::env_get;
-using detail::parse_env_int;
-using detail::require_env_int;
-
-constexpr long long kMaxRanks = 1 << 20;
+using util::EnvMap;
+using util::env_get;
+using util::kMaxRanks;
+using util::parse_int;
+using util::parse_port;
+using util::require_env_int;
 
 std::string require_nonempty(const EnvMap& env, const std::string& name, const std::string& why) {
   auto v = env_get(env, name);
   if (!v) throw ConfigError(name + " is not set (" + why + ")");
   return *v;
-}
-
-int parse_port(const std::string& name, const std::string& value) {
-  return static_cast<int>(parse_env_int(name, value, 1, 65535));
 }
 
 void check_rank_below(const std::string& rank_name, int rank, const std::string& size_name, int size) {
@@ -33,54 +30,48 @@ void check_rank_below(const std::string& rank_name, int rank, const std::string&
                       std::to_string(size));
 }
 
+// RANK below WORLD_SIZE, both required (rules 1 and 3).
+void read_rank_and_world_size(const EnvMap& env, WorldInfo& w) {
+  w.world_size = static_cast<int>(require_env_int(env, "WORLD_SIZE", 1, kMaxRanks));
+  w.rank = static_cast<int>(require_env_int(env, "RANK", 0, kMaxRanks));
+  check_rank_below("RANK", w.rank, "WORLD_SIZE", w.world_size);
+}
+
 // --- 1. torchrun / ddprun children ----------------------------------------------------------------
 WorldInfo from_torchrun(const EnvMap& env) {
   WorldInfo w;
   w.source = "torchrun";
   const std::string why = "a launcher that sets LOCAL_RANK must set it too";
-  w.world_size = static_cast<int>(require_env_int(env, "WORLD_SIZE", 1, kMaxRanks));
-  w.rank = static_cast<int>(require_env_int(env, "RANK", 0, kMaxRanks));
-  check_rank_below("RANK", w.rank, "WORLD_SIZE", w.world_size);
+  read_rank_and_world_size(env, w);
   w.local_rank = static_cast<int>(require_env_int(env, "LOCAL_RANK", 0, kMaxRanks));
   auto lws = env_get(env, "LOCAL_WORLD_SIZE");
-  w.local_world_size = lws ? static_cast<int>(parse_env_int("LOCAL_WORLD_SIZE", *lws, 1, kMaxRanks)) : w.world_size;
+  w.local_world_size = lws ? static_cast<int>(parse_int("LOCAL_WORLD_SIZE", *lws, 1, kMaxRanks)) : w.world_size;
   check_rank_below("LOCAL_RANK", w.local_rank, "LOCAL_WORLD_SIZE", w.local_world_size);
   if (w.local_world_size > w.world_size)
     throw ConfigError("LOCAL_WORLD_SIZE=" + std::to_string(w.local_world_size) + " exceeds WORLD_SIZE=" +
                       std::to_string(w.world_size));
   auto gr = env_get(env, "GROUP_RANK");
-  w.group_rank = gr ? static_cast<int>(parse_env_int("GROUP_RANK", *gr, 0, kMaxRanks)) : 0;
+  w.group_rank = gr ? static_cast<int>(parse_int("GROUP_RANK", *gr, 0, kMaxRanks)) : 0;
   w.master_addr = require_nonempty(env, "MASTER_ADDR", why);
   w.master_port = parse_port("MASTER_PORT", require_nonempty(env, "MASTER_PORT", why));
   if (auto v = env_get(env, "TORCHELASTIC_RESTART_COUNT"))
-    w.restart_count = static_cast<int>(parse_env_int("TORCHELASTIC_RESTART_COUNT", *v, 0, 1 << 30));
+    w.restart_count = static_cast<int>(parse_int("TORCHELASTIC_RESTART_COUNT", *v, 0, 1 << 30));
   if (auto v = env_get(env, "TORCHELASTIC_MAX_RESTARTS"))
-    w.max_restarts = static_cast<int>(parse_env_int("TORCHELASTIC_MAX_RESTARTS", *v, 0, 1 << 30));
+    w.max_restarts = static_cast<int>(parse_int("TORCHELASTIC_MAX_RESTARTS", *v, 0, 1 << 30));
   if (auto v = env_get(env, "TORCHELASTIC_RUN_ID")) w.run_id = *v;
   if (auto v = env_get(env, "TORCHELASTIC_USE_AGENT_STORE"))
-    w.use_agent_store = detail::parse_env_bool("TORCHELASTIC_USE_AGENT_STORE", *v);
+    w.use_agent_store = util::parse_bool("TORCHELASTIC_USE_AGENT_STORE", *v);
   return w;
 }
 
 // --- 2. Kubeflow PET_* without a launcher: one process per node ----------------------------------
-int parse_nnodes(const std::string& value) {
-  // torchrun accepts "N" or "MIN:MAX"; a lone process can only take a fixed size.
-  auto colon = value.find(':');
-  if (colon == std::string::npos) return static_cast<int>(parse_env_int("PET_NNODES", value, 1, kMaxRanks));
-  long long lo = parse_env_int("PET_NNODES", value.substr(0, colon), 1, kMaxRanks);
-  long long hi = parse_env_int("PET_NNODES", value.substr(colon + 1), 1, kMaxRanks);
-  if (lo != hi)
-    throw ConfigError("PET_NNODES='" + value + "' is an elastic range; ddp needs a fixed node count");
-  return static_cast<int>(lo);
-}
-
 WorldInfo from_pet(const EnvMap& env) {
   WorldInfo w;
   w.source = "kubeflow-pet";
-  int nnodes = parse_nnodes(*env_get(env, "PET_NNODES"));
+  int nnodes = util::parse_node_count("PET_NNODES", *env_get(env, "PET_NNODES"));
   if (auto nproc = env_get(env, "PET_NPROC_PER_NODE")) {
     if (*nproc != "auto" && *nproc != "cpu" && *nproc != "gpu") {
-      int n = static_cast<int>(parse_env_int("PET_NPROC_PER_NODE", *nproc, 1, 4096));
+      int n = static_cast<int>(parse_int("PET_NPROC_PER_NODE", *nproc, 1, 4096));
       if (n != 1)
         throw ConfigError("PET_NPROC_PER_NODE=" + *nproc +
                           " asks for several processes per node, but this process was started without a "
@@ -89,9 +80,9 @@ WorldInfo from_pet(const EnvMap& env) {
   }
   int node_rank = 0;
   if (auto v = env_get(env, "PET_NODE_RANK")) {
-    node_rank = static_cast<int>(parse_env_int("PET_NODE_RANK", *v, 0, kMaxRanks));
+    node_rank = static_cast<int>(parse_int("PET_NODE_RANK", *v, 0, kMaxRanks));
   } else if (auto v = env_get(env, "JOB_COMPLETION_INDEX")) {
-    node_rank = static_cast<int>(parse_env_int("JOB_COMPLETION_INDEX", *v, 0, kMaxRanks));
+    node_rank = static_cast<int>(parse_int("JOB_COMPLETION_INDEX", *v, 0, kMaxRanks));
   } else if (nnodes > 1) {
     throw ConfigError("PET_NNODES=" + std::to_string(nnodes) +
                       " but neither PET_NODE_RANK nor JOB_COMPLETION_INDEX is set");
@@ -116,9 +107,7 @@ WorldInfo from_pytorchjob(const EnvMap& env) {
   WorldInfo w;
   w.source = "pytorchjob";
   const std::string why = "PyTorchJob sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK together";
-  w.world_size = static_cast<int>(require_env_int(env, "WORLD_SIZE", 1, kMaxRanks));
-  w.rank = static_cast<int>(require_env_int(env, "RANK", 0, kMaxRanks));
-  check_rank_below("RANK", w.rank, "WORLD_SIZE", w.world_size);
+  read_rank_and_world_size(env, w);
   w.group_rank = w.rank;
   if (w.world_size > 1) {
     w.master_addr = require_nonempty(env, "MASTER_ADDR", why);
@@ -199,7 +188,7 @@ WorldInfo from_sagemaker(const EnvMap& env) {
     if (hosts[i] == current) index = static_cast<int>(i);
   if (index < 0)
     throw ConfigError("SM_CURRENT_HOST='" + current + "' is not in SM_HOSTS='" + *env_get(env, "SM_HOSTS") + "'");
-  if (auto g = env_get(env, "SM_NUM_GPUS")) parse_env_int("SM_NUM_GPUS", *g, 0, 4096);
+  if (auto g = env_get(env, "SM_NUM_GPUS")) parse_int("SM_NUM_GPUS", *g, 0, 4096);
   w.rank = w.group_rank = index;
   w.world_size = static_cast<int>(hosts.size());
   w.master_addr = hosts[0];
@@ -220,7 +209,7 @@ WorldInfo WorldInfo::from_env(const std::map<std::string, std::string>& env) {
   return w;
 }
 
-WorldInfo WorldInfo::from_env() { return from_env(detail::process_env()); }
+WorldInfo WorldInfo::from_env() { return from_env(util::process_env()); }
 
 std::string WorldInfo::describe() const {
   std::ostringstream s;

@@ -4,10 +4,7 @@
 #include <ddp/logging.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/stat.h>
 
-#include <cerrno>
-#include <cstring>
 #include <memory>
 #include <optional>
 
@@ -15,6 +12,7 @@
 #include "ddp/launcher/output_pump.h"
 #include "ddp/launcher/signal_pipe.h"
 #include "ddp/launcher/worker_group.h"
+#include "util/files.h"
 
 namespace ddp::launcher {
 namespace {
@@ -22,12 +20,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-void make_dirs(const std::string& dir) {
-  for (size_t pos = dir.find('/', 1);; pos = dir.find('/', pos + 1)) {
-    std::string partial = dir.substr(0, pos);
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-      throw ConfigError("--log-dir: cannot create " + partial + ": " + std::strerror(errno));
-    if (pos == std::string::npos) break;
+// A --log-dir that cannot be created is a bad flag (exit 2), not bad data.
+void make_log_dirs(const std::string& dir) {
+  try {
+    util::make_dirs(dir);
+  } catch (const DataError& e) {
+    throw ConfigError(std::string("--log-dir: ") + e.what());
   }
 }
 
@@ -208,7 +206,7 @@ class Agent {
       if (!config_.log_dir.empty()) {
         std::string dir = config_.log_dir + "/" + layout_.run_id + "/attempt_" + std::to_string(round) + "/" +
                           std::to_string(rank);
-        make_dirs(dir);
+        make_log_dirs(dir);
         spec.stdout_file = dir + "/stdout.log";
         spec.stderr_file = dir + "/stderr.log";
       }

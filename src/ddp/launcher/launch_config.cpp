@@ -10,15 +10,15 @@
 #include <optional>
 #include <sstream>
 
-#include "ddp/core/env_parse.h"
-#include "ddp/core/help_epilogue.h"
-#include "ddp/launcher/nproc.h"
+#include "util/env.h"
+#include "util/help_epilogue.h"
+#include "util/nproc.h"
+#include "util/numbers.h"
 
 namespace ddp::launcher {
 namespace {
 
-using EnvMap = std::map<std::string, std::string>;
-using detail::parse_env_int;
+using util::EnvMap;
 
 enum class Kind { kValue, kBool, kIgnored };
 
@@ -81,11 +81,11 @@ class Sources {
   std::optional<Raw> get(const std::string& flag) const {
     auto it = cli_.find(flag);
     if (it != cli_.end()) return Raw{it->second, "--" + flag};
-    if (auto v = detail::env_get(env_, env_name_of(flag))) return Raw{*v, env_name_of(flag)};
+    if (auto v = util::env_get(env_, env_name_of(flag))) return Raw{*v, env_name_of(flag)};
     return std::nullopt;
   }
   std::optional<Raw> env(const std::string& name) const {
-    if (auto v = detail::env_get(env_, name)) return Raw{*v, name};
+    if (auto v = util::env_get(env_, name)) return Raw{*v, name};
     return std::nullopt;
   }
   const EnvMap& env_map() const { return env_; }
@@ -95,7 +95,7 @@ class Sources {
   const EnvMap& env_;
 };
 
-int parse_int(const Raw& r, long long lo, long long hi) { return static_cast<int>(parse_env_int(r.source, r.value, lo, hi)); }
+int parse_int(const Raw& r, long long lo, long long hi) { return static_cast<int>(util::parse_int(r.source, r.value, lo, hi)); }
 
 std::chrono::milliseconds parse_seconds(const Raw& r, double lo, bool lo_inclusive) {
   errno = 0;
@@ -107,19 +107,6 @@ std::chrono::milliseconds parse_seconds(const Raw& r, double lo, bool lo_inclusi
     throw ConfigError(r.source + "='" + r.value + "' is out of range: expected " + (lo_inclusive ? ">= " : "> ") +
                       std::to_string(static_cast<int>(lo)) + " seconds, at most a week");
   return std::chrono::milliseconds(static_cast<long long>(std::llround(v * 1000.0)));
-}
-
-int parse_port(const Raw& r, bool allow_zero) { return parse_int(r, allow_zero ? 0 : 1, 65535); }
-
-// "N" or "N:N" (torchrun's elastic "MIN:MAX" only when both agree).
-int parse_nnodes(const Raw& r) {
-  auto colon = r.value.find(':');
-  if (colon == std::string::npos) return parse_int(r, 1, 1 << 20);
-  int lo = parse_int(Raw{r.value.substr(0, colon), r.source}, 1, 1 << 20);
-  int hi = parse_int(Raw{r.value.substr(colon + 1), r.source}, 1, 1 << 20);
-  if (lo != hi)
-    throw ConfigError(r.source + "='" + r.value + "' is an elastic range; ddprun runs a fixed number of nodes");
-  return lo;
 }
 
 void check_name(const Raw& r) {
@@ -156,7 +143,7 @@ StreamSpec StreamSpec::parse(const std::string& flag, const std::string& text) {
   while (std::getline(in, item, ',')) {
     auto colon = item.find(':');
     if (colon == std::string::npos) throw bad("mixes a bare value with 'local_rank:value' items");
-    int rank = static_cast<int>(parse_env_int(flag, item.substr(0, colon), 0, 1 << 20));
+    int rank = static_cast<int>(util::parse_int(flag, item.substr(0, colon), 0, util::kMaxRanks));
     if (spec.per_rank_.count(rank)) throw bad("names local rank " + std::to_string(rank) + " twice");
     spec.per_rank_[rank] = digit(item.substr(colon + 1));
   }
@@ -186,7 +173,7 @@ std::string resolve_program(const std::string& program, const EnvMap& env) {
     if (!executable(program)) throw ConfigError("program '" + program + "' does not exist or is not executable");
     return program;
   }
-  auto path = detail::env_get(env, "PATH");
+  auto path = util::env_get(env, "PATH");
   std::stringstream in(path ? *path : "/usr/local/bin:/usr/bin:/bin");
   std::string dir;
   while (std::getline(in, dir, ':')) {
@@ -239,7 +226,7 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
     const FlagSpec* spec = find_flag(name);
     if (!spec) throw ConfigError("unknown option '--" + name + "' (ddprun --help lists them)");
     if (spec->kind == Kind::kBool) {
-      if (has_value) detail::parse_env_bool("--" + name, value);  // validates
+      if (has_value) util::parse_bool("--" + name, value);  // validates
       cli[name] = has_value ? value : "true";
       continue;
     }
@@ -254,7 +241,7 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
   Sources s(std::move(cli), env);
   auto flag_bool = [&](const std::string& flag) {
     auto r = s.get(flag);
-    return r ? detail::parse_env_bool(r->source, r->value) : false;
+    return r ? util::parse_bool(r->source, r->value) : false;
   };
 
   c.standalone = flag_bool("standalone");
@@ -269,15 +256,15 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
   // Nodes. PyTorchJob v1 before PET_* existed: WORLD_SIZE counts pods and RANK is the pod index.
   const bool pytorchjob_v1 = !s.env("LOCAL_RANK") && s.env("RANK");
   if (auto r = s.get("nnodes")) {
-    c.nnodes = parse_nnodes(*r);
+    c.nnodes = util::parse_node_count(r->source, r->value);
   } else if (pytorchjob_v1 && s.env("WORLD_SIZE")) {
-    c.nnodes = parse_int(*s.env("WORLD_SIZE"), 1, 1 << 20);
+    c.nnodes = parse_int(*s.env("WORLD_SIZE"), 1, util::kMaxRanks);
   }
   std::optional<Raw> node_rank = s.get("node-rank");
   if (!node_rank) node_rank = s.env("JOB_COMPLETION_INDEX");
   if (!node_rank && pytorchjob_v1) node_rank = s.env("RANK");
   if (node_rank) {
-    c.node_rank = parse_int(*node_rank, 0, 1 << 20);
+    c.node_rank = parse_int(*node_rank, 0, util::kMaxRanks);
     c.node_rank_source = node_rank->source;
     if (c.node_rank >= c.nnodes)
       throw ConfigError(node_rank->source + "=" + node_rank->value + " is not below the node count " +
@@ -308,13 +295,13 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
     } else if (c.nnodes > 1) {
       throw ConfigError("--nnodes=" + std::to_string(c.nnodes) + " needs --master-addr (or PET_MASTER_ADDR / MASTER_ADDR)");
     }
-    if (port) c.master_port = parse_port(*port, /*allow_zero=*/c.nnodes == 1);
+    if (port) c.master_port = util::parse_port(port->source, port->value, /*allow_zero=*/c.nnodes == 1);
   }
 
   // Workers.
   if (auto r = s.get("nproc-per-node")) {
     if (r->value == "auto" || r->value == "cpu" || r->value == "gpu") {
-      Count n = auto_nproc(r->value, r->source, env);
+      util::Count n = util::auto_nproc(r->value, r->source, env);
       c.nproc_per_node = n.n;
       c.nproc_reason = r->source + "=" + r->value + ": " + n.how;
     } else {
@@ -373,7 +360,7 @@ std::string launch_usage() {
   }
   s << "  --version               print ddprun's version and exit\n"
        "  -h, --help              this text\n\n"
-    << detail::help_epilogue(detail::HelpFor::kLauncher);
+    << util::help_epilogue(util::HelpFor::kLauncher);
   return s.str();
 }
 

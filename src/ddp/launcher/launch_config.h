@@ -3,7 +3,7 @@
 // operators hand them over), with the node rank also from JOB_COMPLETION_INDEX (Trainer v2) or
 // RANK (PyTorchJob v1, where it is the pod index). A flag on the command line wins.
 //
-//   auto config = ddp::launcher::parse_launch_args(argc, argv, ddp::detail::process_env());
+//   auto config = ddp::launcher::parse_launch_args(argc, argv, ddp::util::process_env());
 //
 // Every value is validated; a bad one is a ConfigError naming the flag or variable (exit 2).
 

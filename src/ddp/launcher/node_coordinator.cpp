@@ -4,9 +4,12 @@
 #include <ddp/logging.h>
 #include <ddp/store.h>
 
+#include <limits>
 #include <random>
 #include <sstream>
 #include <thread>
+
+#include "util/numbers.h"
 
 namespace ddp::launcher {
 namespace {
@@ -107,7 +110,7 @@ NodeCoordinator::Layout NodeCoordinator::join() {
   for (int k = 0; k < config_.nnodes; ++k) keys.push_back(kPrefix + "node/" + std::to_string(k) + "/nproc");
   wait_keys(keys, deadline, "all " + std::to_string(config_.nnodes) + " nodes to join");
   for (int k = 0; k < config_.nnodes; ++k) {
-    int n = std::stoi(store_->get_string(keys[k]));
+    const int n = static_cast<int>(util::parse_int("store key " + keys[k], store_->get_string(keys[k]), 1, 4096));
     if (k < me) layout.rank_offset += n;
     layout.world_size += n;
   }
@@ -124,7 +127,7 @@ NodeCoordinator::State NodeCoordinator::poll() {
   if (store_->check({kPrefix + "abort"})) {
     std::string value = store_->get_string(kPrefix + "abort");
     size_t nl = value.find('\n');
-    s.abort_code = std::stoi(value.substr(0, nl));
+    s.abort_code = static_cast<int>(util::parse_int("store key " + kPrefix + "abort", value.substr(0, nl), 0, 255));
     if (nl != std::string::npos) s.abort_reason = value.substr(nl + 1);
   }
   return s;
@@ -134,14 +137,14 @@ int64_t NodeCoordinator::request_restart(int64_t round) {
   std::string from = std::to_string(round), to = std::to_string(round + 1);
   auto now = store_->compare_set(kPrefix + "round", Store::Bytes(from.begin(), from.end()),
                                  Store::Bytes(to.begin(), to.end()));
-  return std::stoll(to_str(now));
+  return util::parse_int("store key " + kPrefix + "round", to_str(now), 0, std::numeric_limits<int64_t>::max());
 }
 
 int NodeCoordinator::abort(int code, const std::string& reason) {
   // "<code>\n<reason>" in one value, so the code and its reason always belong together.
   std::string mine = std::to_string(code) + "\n" + reason;
   auto now = to_str(store_->compare_set(kPrefix + "abort", {}, Store::Bytes(mine.begin(), mine.end())));
-  return std::stoi(now.substr(0, now.find('\n')));
+  return static_cast<int>(util::parse_int("store key " + kPrefix + "abort", now.substr(0, now.find('\n')), 0, 255));
 }
 
 void NodeCoordinator::mark_done(int64_t round) { store_->add(kPrefix + "done/" + std::to_string(round), 1); }

@@ -52,7 +52,7 @@ NcclProcessGroup::NcclProcessGroup(const std::shared_ptr<Store>& store, int rank
                                    NcclOptions options)
     : ProcessGroup(rank, size, options.timeout), device_(device), options_(options) {
   // Read before anything is created, so a bad value fails fast.
-  const bool record_streams = detail::nccl_record_streams_from_env(detail::process_env());
+  const bool record_streams = detail::nccl_record_streams_from_env(util::process_env());
   // The device stays current for this thread: NCCL, PyTorch's current stream and later tensor
   // allocations all refer to it (as torchrun scripts do with torch.cuda.set_device(LOCAL_RANK)).
   check_cuda(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
@@ -185,7 +185,7 @@ std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store> sto
     throw ConfigError("make_nccl_process_group: timeout must be positive, got " +
                       std::to_string(options.timeout.count()) + " ms");
   // A set variable overrides NcclOptions either way, as c10d's TORCH_NCCL_BLOCKING_WAIT does.
-  if (auto blocking = detail::nccl_blocking_wait_from_env(detail::process_env())) options.blocking_wait = *blocking;
+  if (auto blocking = detail::nccl_blocking_wait_from_env(util::process_env())) options.blocking_wait = *blocking;
   return std::make_shared<nccl::NcclProcessGroup>(store, rank, size, device_index, options);
 }
 

@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include "util/collectives.h"
+
 namespace ddp::detail {
 namespace {
 
@@ -25,45 +27,13 @@ std::vector<std::string> split_lines(const std::string& text) {
   return out;
 }
 
-// Every rank's string, through two allgathers (lengths, then padded bytes).
-std::vector<std::string> allgather_strings(ProcessGroup& pg, const std::string& mine,
-                                           const at::Device& device) {
-  const int n = pg.size();
-  auto longs = at::TensorOptions().dtype(at::kLong);
-  at::Tensor my_len = at::full({1}, static_cast<int64_t>(mine.size()), longs).to(device);
-  std::vector<at::Tensor> lens;
-  for (int r = 0; r < n; ++r) lens.push_back(at::zeros({1}, longs.device(device)));
-  pg.allgather(lens, my_len)->wait();
-  int64_t longest = 0;
-  std::vector<int64_t> len(n);
-  for (int r = 0; r < n; ++r) {
-    len[r] = lens[r].cpu().item<int64_t>();
-    longest = std::max(longest, len[r]);
-  }
-  auto bytes = at::TensorOptions().dtype(at::kByte);
-  at::Tensor my_bytes = at::zeros({std::max<int64_t>(longest, 1)}, bytes);
-  std::copy(mine.begin(), mine.end(), my_bytes.data_ptr<uint8_t>());
-  my_bytes = my_bytes.to(device);
-  std::vector<at::Tensor> all;
-  for (int r = 0; r < n; ++r) all.push_back(at::zeros_like(my_bytes));
-  pg.allgather(all, my_bytes)->wait();
-  std::vector<std::string> out;
-  for (int r = 0; r < n; ++r) {
-    at::Tensor cpu = all[r].cpu();
-    const auto* p = reinterpret_cast<const char*>(cpu.data_ptr<uint8_t>());
-    out.emplace_back(p, p + len[r]);
-  }
-  return out;
-}
-
 }  // namespace
 
 void verify_same_parameters(ProcessGroup& pg, const std::vector<std::string>& names,
                             const std::vector<at::Tensor>& params) {
   std::string mine;
   for (size_t i = 0; i < params.size(); ++i) mine += describe(names[i], params[i]) + "\n";
-  const at::Device device = params.empty() ? at::Device(at::kCPU) : params.front().device();
-  const auto all = allgather_strings(pg, mine, device);
+  const auto all = util::allgather_bytes(pg, mine);
   const auto reference = split_lines(all[0]);
 
   // First difference of each rank that differs from rank 0; report the earliest one in detail.

@@ -1,4 +1,4 @@
-#include "ddp/launcher/nproc.h"
+#include "util/nproc.h"
 
 #include <ddp/errors.h>
 #include <dirent.h>
@@ -12,7 +12,7 @@
 #include <optional>
 #include <sstream>
 
-namespace ddp::launcher {
+namespace ddp::util {
 namespace {
 
 std::optional<std::string> read_first_line(const std::string& path) {
@@ -181,4 +181,4 @@ Count auto_nproc(const std::string& mode, const std::string& source, const std::
   return usable_cpus();
 }
 
-}  // namespace ddp::launcher
+}  // namespace ddp::util

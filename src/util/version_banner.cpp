@@ -1,12 +1,12 @@
-#include "ddp/core/version_banner.h"
+#include "util/version_banner.h"
 
 #include <ddp/version.h>
 #include <torch/version.h>
 
-namespace ddp::detail {
+namespace ddp::util {
 
 std::string version_banner(const std::string& program) {
   return program + " " + version() + " (LibTorch " + TORCH_VERSION + ", NCCL " + (DDP_WITH_NCCL ? "yes" : "no") + ")";
 }
 
-}  // namespace ddp::detail
+}  // namespace ddp::util

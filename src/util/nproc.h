@@ -3,7 +3,7 @@
 #include <map>
 #include <string>
 
-namespace ddp::launcher {
+namespace ddp::util {
 
 struct Count {
   int n = 0;
@@ -24,4 +24,4 @@ Count usable_cpus(const std::string& root = "");
 Count auto_nproc(const std::string& mode, const std::string& source,
                  const std::map<std::string, std::string>& env);
 
-}  // namespace ddp::launcher
+}  // namespace ddp::util

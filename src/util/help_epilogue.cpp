@@ -1,11 +1,11 @@
-#include "ddp/core/help_epilogue.h"
+#include "util/help_epilogue.h"
 
 #include <ddp/errors.h>
 
 #include <sstream>
 #include <vector>
 
-namespace ddp::detail {
+namespace ddp::util {
 namespace {
 
 // `names` longer than the column get a line of their own; a '\n' in `meaning` continues it below.
@@ -114,4 +114,4 @@ std::string help_epilogue(HelpFor program) {
   return out.str();
 }
 
-}  // namespace ddp::detail
+}  // namespace ddp::util

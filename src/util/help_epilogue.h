@@ -3,11 +3,11 @@
 // returns. Written once here so the programs and docs/ENVIRONMENT.md (the contract; a test checks that
 // it names every variable listed here) tell the same story.
 //
-//   std::cout << cli.help() << "\n" << ddp::detail::help_epilogue(ddp::detail::HelpFor::kTrainer);
+//   std::cout << cli.help() << "\n" << ddp::util::help_epilogue(ddp::util::HelpFor::kTrainer);
 
 #include <string>
 
-namespace ddp::detail {
+namespace ddp::util {
 
 /// Whose variables to list: a trainer finds its place in the job itself (WorldInfo), ddprun reads
 /// the node-level PET_* variables and hands torchrun's to its workers. Exit codes are shared.
@@ -16,4 +16,4 @@ enum class HelpFor { kTrainer, kLauncher };
 /// "environment variables:" and "exit codes:" sections, each line ending in '\n'.
 std::string help_epilogue(HelpFor program);
 
-}  // namespace ddp::detail
+}  // namespace ddp::util

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-namespace ddp::data {
+namespace ddp::util {
 
 struct PrefetchOptions {
   PrefetchOptions& workers(int v) {
@@ -133,4 +133,4 @@ class OrderedPrefetcher {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace ddp::data
+}  // namespace ddp::util

@@ -1,0 +1,37 @@
+#pragma once
+// The environment as a map, and the values ddp reads from it (or from flags spelled like it):
+// every failure is a ConfigError naming the variable and its value.
+//
+//   const EnvMap env = process_env();
+//   if (auto p = env_get(env, "MASTER_PORT")) port = parse_port("MASTER_PORT", *p);
+#include <map>
+#include <optional>
+#include <string>
+
+namespace ddp::util {
+
+using EnvMap = std::map<std::string, std::string>;
+
+/// The process environment as a map.
+EnvMap process_env();
+
+/// The value of `name`, or nullopt when unset. An empty value counts as unset.
+std::optional<std::string> env_get(const EnvMap& env, const std::string& name);
+
+/// A required integer variable in [lo, hi]: ConfigError "NAME is not set" or parse_int's.
+long long require_env_int(const EnvMap& env, const std::string& name, long long lo, long long hi);
+
+/// True/False, true/false, 1/0, yes/no (any case); empty is false.
+bool parse_bool(const std::string& name, const std::string& value);
+
+/// A TCP port, 1..65535 (0 too when `allow_zero`: "pick a free one").
+int parse_port(const std::string& name, const std::string& value, bool allow_zero = false);
+
+/// A node count as torchrun spells it, "N" or "MIN:MAX"; ddp runs a fixed number of nodes, so a
+/// range is accepted only when MIN == MAX.
+int parse_node_count(const std::string& name, const std::string& value);
+
+/// The most ranks (and nodes) ddp accepts anywhere: bounds for the range checks.
+constexpr long long kMaxRanks = 1 << 20;
+
+}  // namespace ddp::util
