@@ -1,11 +1,11 @@
-#include "ddp/core/nccl_settings.h"
+#include "ddp/nccl/settings.h"
 
 #include <ddp/logging.h>
 
 #include <string>
 #include <vector>
 
-namespace ddp::detail {
+namespace ddp::nccl_backend {
 namespace {
 
 /// One name for a setting; `inverted` when the variable says the opposite (AVOID_RECORD_STREAMS).
@@ -16,13 +16,13 @@ struct Spelling {
 
 /// The first set spelling decides. Every set one is validated, so a typo in a losing variable is
 /// still reported rather than silently ignored.
-std::optional<bool> resolve(const EnvMap& env, const std::vector<Spelling>& spellings) {
+std::optional<bool> resolve(const detail::EnvMap& env, const std::vector<Spelling>& spellings) {
   std::optional<bool> chosen;
   std::string chosen_setting;  // "NAME=value", for the warning
   for (const auto& s : spellings) {
-    auto raw = env_get(env, s.name);
+    auto raw = detail::env_get(env, s.name);
     if (!raw) continue;
-    const bool value = parse_env_bool(s.name, *raw) != s.inverted;
+    const bool value = detail::parse_env_bool(s.name, *raw) != s.inverted;
     const std::string setting = std::string(s.name) + "=" + *raw;
     if (!chosen) {
       chosen = value;
@@ -36,13 +36,13 @@ std::optional<bool> resolve(const EnvMap& env, const std::vector<Spelling>& spel
 
 }  // namespace
 
-std::optional<bool> nccl_blocking_wait_from_env(const EnvMap& env) {
+std::optional<bool> blocking_wait_from_env(const detail::EnvMap& env) {
   return resolve(env, {{"DDP_NCCL_BLOCKING_WAIT", false}, {"TORCH_NCCL_BLOCKING_WAIT", false},
                        {"NCCL_BLOCKING_WAIT", false}});
 }
 
-bool nccl_record_streams_from_env(const EnvMap& env) {
+bool record_streams_from_env(const detail::EnvMap& env) {
   return resolve(env, {{"DDP_NCCL_RECORD_STREAMS", false}, {"TORCH_NCCL_AVOID_RECORD_STREAMS", true}}).value_or(true);
 }
 
-}  // namespace ddp::detail
+}  // namespace ddp::nccl_backend
