@@ -11,12 +11,14 @@
 //   ddp::Checkpointer ckpt(ddp::CheckpointOptions().dir(flags.dir).keep(flags.keep).every(flags.every), pg);
 //   ddp::TrainingProgress progress;                          // epoch 0, step 0
 //   if (auto resumed = ckpt.resume(flags.resume, *net, &optimizer)) progress = resumed->progress;
+//   ddp::install_stop_handlers();
+//   ddp::StopVote stop_vote(*pg);                            // signals.h
 //   while (progress.epoch < epochs) {
 //     sampler.set_epoch(progress.epoch);   // and skip progress.samples_in_epoch of this rank's indices
 //     for (each remaining batch) {
 //       train_step(batch);
 //       progress.step_done(batch_size);
-//       bool stop = ddp::stop_requested_any(*pg);       // collective: every rank agrees (signals.h)
+//       bool stop = stop_vote.poll();                   // collective: every rank stops after the same step
 //       if (stop || ckpt.due(progress)) ckpt.save(*net, &optimizer, progress);
 //       if (stop) return ddp::stop_exit_code();         // 143 after SIGTERM
 //     }

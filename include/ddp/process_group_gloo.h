@@ -21,9 +21,9 @@ struct GlooOptions {
   /// pick an interface instead, as in c10d).
   std::string hostname;
   /// Allreduces whose traffic per rank (bytes x (ranks - 1)) is at most this take one direct
-  /// exchange (every rank sends its buffer to every other); larger ones take the ring. Loopback and
-  /// fast networks pay ~0.1 ms per message, so one round wins until the ring's lower traffic does:
-  /// measured crossovers 4-8 MiB at 2 ranks, 1-2 MiB at 4 (docs/PERFORMANCE.md). 0: always the ring.
+  /// exchange (every rank sends its buffer to every other); larger ones take the ring. Each message
+  /// has a fixed cost, so one round wins until the ring's lower traffic does; the measured crossovers
+  /// behind the default are in docs/PERFORMANCE.md. 0: always the ring.
   size_t direct_allreduce_max_bytes = 4 << 20;
 };
 

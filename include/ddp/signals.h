@@ -48,9 +48,8 @@ bool stop_requested_any(ProcessGroup& pg);
 /// stop_requested_any() for a training loop, at a fraction of its cost. poll() votes only every
 /// `interval` calls, sized so that votes are about `vote_every` apart (1 when steps are slower),
 /// and never waits: a vote point starts a vote on this rank's flag and reads the outcome of the
-/// previous vote point's, long finished. (Voting and waiting after every step cost 8-20% of
-/// train_cifar10's 9 ms step at 2 ranks on loopback; pipelining alone won back a third of that,
-/// the rest was the collective's CPU time.) Every rank gets the same answer from the same poll():
+/// previous vote point's, long finished (what a vote at every step costs: docs/CHECKPOINTS.md).
+/// Every rank gets the same answer from the same poll():
 /// the interval comes from the votes themselves (the slowest rank's step time). A signal is acted
 /// on within two intervals: about 2 x vote_every, or the next step when steps are slower. Like any
 /// collective, every rank must call poll() at the same points of its loop.
