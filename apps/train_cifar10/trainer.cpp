@@ -239,10 +239,7 @@ class Trainer {
 int run_training(const TrainOptions& o) {
   const auto start = Clock::now();
   DeviceChoice choice = choose_device(o.device);
-  ddp::InitOptions init;
-  init.backend = o.backend;
-  init.device = choice.device;
-  auto pg = ddp::init_process_group(init);
+  auto pg = ddp::init_process_group(ddp::InitOptions().backend(o.backend).device(choice.device));
   const ddp::WorldInfo& world = ddp::world();
 
   const int threads = ddp::trainer::intra_op_threads(o.threads, world);

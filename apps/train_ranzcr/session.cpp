@@ -35,10 +35,7 @@ Session start_session(const Options& o) {
   if (o.backend == "nccl" && !s.device.is_cuda()) {
     throw ddp::ConfigError("--backend nccl needs --device cuda (this run uses " + s.device.str() + ")");
   }
-  ddp::InitOptions init;
-  init.backend = o.backend;
-  init.device = s.device;
-  s.pg = ddp::init_process_group(init);
+  s.pg = ddp::init_process_group(ddp::InitOptions().backend(o.backend).device(s.device));
   s.threads = ddp::trainer::intra_op_threads(o.threads, ddp::world());
   ddp::trainer::set_intra_op_threads(s.threads);
   const ddp::trainer::BlasInfo blas = ddp::trainer::blas_in_use();

@@ -30,6 +30,7 @@
 // failing to write one is a ddp::DataError naming the file and the errno text.
 
 #include <ATen/core/Generator.h>
+#include <torch/arg.h>
 
 #include <cstdint>
 #include <map>
@@ -83,24 +84,17 @@ struct CheckpointInfo {
   int world_size = 1;  ///< ranks that saved it (RNG states exist per rank)
 };
 
+/// Chained setters as in LibTorch (TORCH_ARG): CheckpointOptions().dir("ckpt").keep(5).
 struct CheckpointOptions {
-#define DDP_CKPT_ARG(type, name, init)        \
-  CheckpointOptions& name(type v) {           \
-    name##_ = std::move(v);                   \
-    return *this;                             \
-  }                                           \
-  const type& name() const { return name##_; } \
-  type name##_ = init
   /// Folder of the checkpoints; created when missing. Empty: checkpointing disabled (save() is a
   /// no-op, resume("auto") starts fresh).
-  DDP_CKPT_ARG(std::string, dir, "");
+  TORCH_ARG(std::string, dir) = "";
   /// Keep the newest `keep` checkpoints, delete older ones (0: keep all).
-  DDP_CKPT_ARG(int, keep, 3);
+  TORCH_ARG(int, keep) = 3;
   /// due() is true every `every` global steps (0: only when the trainer saves at epoch ends).
-  DDP_CKPT_ARG(int64_t, every, 0);
+  TORCH_ARG(int64_t, every) = 0;
   /// Save and restore CUDA generators too when CUDA is usable.
-  DDP_CKPT_ARG(bool, cuda_rng, true);
-#undef DDP_CKPT_ARG
+  TORCH_ARG(bool, cuda_rng) = true;
 };
 
 /// Writes and reads checkpoints. With a process group of size > 1, save() and resume() are

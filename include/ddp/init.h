@@ -11,6 +11,7 @@
 #include <ddp/world_info.h>
 
 #include <c10/core/Device.h>
+#include <torch/arg.h>
 
 #include <chrono>
 #include <memory>
@@ -19,17 +20,18 @@
 
 namespace ddp {
 
+/// Chained setters as in LibTorch (TORCH_ARG): InitOptions().backend("gloo").timeout(...).
 struct InitOptions {
   /// "auto", "gloo" or "nccl".
-  std::string backend = "auto";
+  TORCH_ARG(std::string, backend) = "auto";
   /// Collective timeout (Gloo default 30 min, NCCL 10 min when left at 0).
-  std::chrono::milliseconds timeout{0};
+  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::milliseconds(0);
   /// How long to keep trying to reach the store (DNS failures, refused connections).
-  std::chrono::milliseconds store_connect_timeout = std::chrono::minutes(5);
+  TORCH_ARG(std::chrono::milliseconds, store_connect_timeout) = std::chrono::minutes(5);
   /// Use this instead of WorldInfo::from_env().
-  std::optional<WorldInfo> world;
+  TORCH_ARG(std::optional<WorldInfo>, world);
   /// Device for the "auto" choice; default_device() when unset.
-  std::optional<c10::Device> device;
+  TORCH_ARG(std::optional<c10::Device>, device);
 };
 
 /// Reads the environment, joins the store and builds the process group. Remembers the result so

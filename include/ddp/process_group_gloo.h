@@ -6,6 +6,7 @@
 
 #include <ddp/process_group.h>
 #include <ddp/store.h>
+#include <torch/arg.h>
 
 #include <chrono>
 #include <cstddef>
@@ -14,17 +15,18 @@
 
 namespace ddp {
 
+/// Chained setters as in LibTorch (TORCH_ARG): GlooOptions().timeout(std::chrono::minutes(5)).
 struct GlooOptions {
   /// Default timeout of every operation; a hung peer becomes a TimeoutError after it.
-  std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::minutes(30);
   /// Interface address to bind; empty: resolve this host's name (GLOO_SOCKET_IFNAME / DDP_SOCKET_IFNAME
   /// pick an interface instead, as in c10d).
-  std::string hostname;
+  TORCH_ARG(std::string, hostname);
   /// Allreduces whose traffic per rank (bytes x (ranks - 1)) is at most this take one direct
   /// exchange (every rank sends its buffer to every other); larger ones take the ring. Each message
   /// has a fixed cost, so one round wins until the ring's lower traffic does; the measured crossovers
   /// behind the default are in docs/PERFORMANCE.md. 0: always the ring.
-  size_t direct_allreduce_max_bytes = 4 << 20;
+  TORCH_ARG(size_t, direct_allreduce_max_bytes) = 4 << 20;
 };
 
 /// Connects the full mesh through `store` (keys under "gloo/<n>/", n counting this process's gloo

@@ -27,6 +27,7 @@
 
 #include <ddp/process_group.h>
 #include <ddp/store.h>
+#include <torch/arg.h>
 
 #include <chrono>
 #include <memory>
@@ -34,14 +35,15 @@
 
 namespace ddp {
 
+/// Chained setters as in LibTorch (TORCH_ARG): NcclOptions().blocking_wait(true).
 struct NcclOptions {
   /// A collective running longer than this aborts the communicator (watchdog). Also bounds the
   /// communicator's creation.
-  std::chrono::milliseconds timeout = std::chrono::minutes(10);
+  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::minutes(10);
   /// Work::wait() blocks the CPU until the operation finished (bounded by its timeout) instead of
   /// only ordering the caller's stream after it. The environment overrides it when set:
   /// DDP_NCCL_BLOCKING_WAIT, else c10d's TORCH_NCCL_BLOCKING_WAIT, else NCCL_BLOCKING_WAIT (1 or 0).
-  bool blocking_wait = false;
+  TORCH_ARG(bool, blocking_wait) = false;
 };
 
 /// True when ddp was built with NCCL, LibTorch has CUDA, and at least one CUDA device is usable.

@@ -26,10 +26,7 @@ at::Tensor rows_for(int rank, at::ScalarType dtype) {
 }  // namespace
 
 DDP_TEST_WORKER(gather_unequal_rows) {
-  ddp::InitOptions init;
-  init.backend = "gloo";
-  init.device = c10::Device(c10::kCPU);
-  auto pg = ddp::init_process_group(init);
+  auto pg = ddp::init_process_group(ddp::InitOptions().backend("gloo").device(c10::Device(c10::kCPU)));
   for (auto dtype : {at::kFloat, at::kLong}) {
     at::Tensor all = ddp::ranzcr::gather_rows(*pg, rows_for(pg->rank(), dtype));
     std::vector<at::Tensor> parts;

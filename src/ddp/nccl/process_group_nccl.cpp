@@ -50,7 +50,7 @@ FailureKind kind_of(const std::exception& e) {
 
 ProcessGroupNccl::ProcessGroupNccl(const std::shared_ptr<Store>& store, int rank, int size, int device,
                                    NcclOptions options)
-    : ProcessGroup(rank, size, options.timeout), device_(device), options_(options) {
+    : ProcessGroup(rank, size, options.timeout()), device_(device), options_(options) {
   // Read before anything is created, so a bad value fails fast.
   const bool record_streams = record_streams_from_env(detail::process_env());
   // The device stays current for this thread: NCCL, PyTorch's current stream and later tensor
@@ -59,13 +59,13 @@ ProcessGroupNccl::ProcessGroupNccl(const std::shared_ptr<Store>& store, int rank
   const int group_index = g_groups_created++;
   ncclUniqueId id = exchange_unique_id(*store, rank, group_index);
   DDP_LOG(DEBUG) << "nccl: creating communicator " << group_index << " (" << where() << ")";
-  comm_ = std::make_unique<Communicator>(id, rank, size, device, options.timeout);
+  comm_ = std::make_unique<Communicator>(id, rank, size, device, options.timeout());
   bridge_ = std::make_shared<StreamBridge>(device, collective_stream(device), record_streams);
   check_cuda(cudaMalloc(&barrier_buffer_, sizeof(float)), "allocating the barrier buffer");
   check_cuda(cudaMemset(barrier_buffer_, 0, sizeof(float)), "clearing the barrier buffer");
   watchdog_ = std::thread([this] { watchdog_loop(); });
   DDP_LOG(INFO) << "process group nccl ready (" << where() << ", NCCL " << nccl_version() << ", timeout "
-                << options.timeout.count() << " ms)";
+                << options.timeout().count() << " ms)";
 }
 
 ProcessGroupNccl::~ProcessGroupNccl() {
@@ -162,7 +162,7 @@ WorkPtr ProcessGroupNccl::launch(Launch launch, const Enqueue& enqueue) {
     pending_.push_back(op);
   }
   pending_cv_.notify_one();
-  return std::make_shared<NcclWork>(op, bridge_, launch.cpu_blocking_wait || options_.blocking_wait);
+  return std::make_shared<NcclWork>(op, bridge_, launch.cpu_blocking_wait || options_.blocking_wait());
 }
 
 }  // namespace nccl_backend
@@ -181,11 +181,11 @@ std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store> sto
   if (device_index < 0 || device_index >= count)
     throw ConfigError("make_nccl_process_group: CUDA device " + std::to_string(device_index) + " does not exist (" +
                       std::to_string(count) + " visible); is LOCAL_RANK larger than the GPUs per node?");
-  if (options.timeout.count() <= 0)
+  if (options.timeout().count() <= 0)
     throw ConfigError("make_nccl_process_group: timeout must be positive, got " +
-                      std::to_string(options.timeout.count()) + " ms");
+                      std::to_string(options.timeout().count()) + " ms");
   // A set variable overrides NcclOptions either way, as c10d's TORCH_NCCL_BLOCKING_WAIT does.
-  if (auto blocking = blocking_wait_from_env(detail::process_env())) options.blocking_wait = *blocking;
+  if (auto blocking = blocking_wait_from_env(detail::process_env())) options.blocking_wait(*blocking);
   return std::make_shared<nccl_backend::ProcessGroupNccl>(store, rank, size, device_index, options);
 }
 
