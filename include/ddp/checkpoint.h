@@ -29,6 +29,7 @@
 // Errors: a checkpoint that cannot be used is a ddp::DataError naming the file and what is wrong;
 // failing to write one is a ddp::DataError naming the file and the errno text.
 
+#include <ddp/export.h>
 #include <ATen/core/Generator.h>
 #include <torch/arg.h>
 
@@ -54,7 +55,7 @@ namespace ddp {
 class ProcessGroup;
 
 /// Where training stands. Every rank holds the same values (ranks step together).
-struct TrainingProgress {
+struct DDP_API TrainingProgress {
   int64_t epoch = 0;             ///< epoch in progress, 0-based
   int64_t step_in_epoch = 0;     ///< optimizer steps finished in this epoch
   int64_t global_step = 0;       ///< optimizer steps finished since the start of training
@@ -99,7 +100,7 @@ struct CheckpointOptions {
 
 /// Writes and reads checkpoints. With a process group of size > 1, save() and resume() are
 /// collectives: every rank calls them at the same point (same global step).
-class Checkpointer {
+class DDP_API Checkpointer {
  public:
   /// `pg` may be null for a single process.
   explicit Checkpointer(CheckpointOptions options, std::shared_ptr<ProcessGroup> pg = nullptr);
@@ -139,17 +140,17 @@ class Checkpointer {
 };
 
 /// File name of the checkpoint of `global_step`: "ckpt-000000001041.ddpckpt".
-std::string checkpoint_file_name(int64_t global_step);
+DDP_API std::string checkpoint_file_name(int64_t global_step);
 
 /// Checkpoint files in `dir` (by name, not verified), oldest first; empty when dir does not exist.
-std::vector<std::string> list_checkpoints(const std::string& dir);
+DDP_API std::vector<std::string> list_checkpoints(const std::string& dir);
 
 /// Verifies header and checksum of `path` and reads its progress and metadata (no tensors loaded
 /// into anything). DataError naming the file and what is wrong.
-CheckpointInfo read_checkpoint_info(const std::string& path);
+DDP_API CheckpointInfo read_checkpoint_info(const std::string& path);
 
 /// The newest checkpoint in `dir` that verifies, logging (WARN) every newer one that does not and
 /// why. nullopt when dir has no checkpoints; DataError listing each file's problem when none verifies.
-std::optional<std::string> find_latest_valid_checkpoint(const std::string& dir);
+DDP_API std::optional<std::string> find_latest_valid_checkpoint(const std::string& dir);
 
 }  // namespace ddp

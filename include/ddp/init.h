@@ -6,6 +6,7 @@
 //
 // "auto" backend: NCCL when the default device is CUDA and ddp has NCCL, Gloo otherwise.
 
+#include <ddp/export.h>
 #include <ddp/process_group.h>
 #include <ddp/store.h>
 #include <ddp/world_info.h>
@@ -36,15 +37,15 @@ struct InitOptions {
 
 /// Reads the environment, joins the store and builds the process group. Remembers the result so
 /// ddp::world() and ddp::store() can find it later. ConfigError on bad environment or backend.
-std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options = {});
+DDP_API std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options = {});
 
 /// The WorldInfo / store of the last init_process_group() (the store is null before).
-const WorldInfo& world();
-std::shared_ptr<Store> store();
+DDP_API const WorldInfo& world();
+DDP_API std::shared_ptr<Store> store();
 
 /// cuda:LOCAL_RANK when LibTorch has CUDA and a device is visible, else cpu.
-c10::Device default_device();
+DDP_API c10::Device default_device();
 /// Why default_device() is cpu ("LibTorch built without CUDA", "no CUDA device visible"), or "".
-std::string cpu_fallback_reason();
+DDP_API std::string cpu_fallback_reason();
 
 }  // namespace ddp

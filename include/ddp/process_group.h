@@ -14,6 +14,7 @@
 // A failed operation (peer died, timeout) throws ddp::PeerError / ddp::TimeoutError from wait();
 // after that the group is unusable and every later operation fails saying so.
 
+#include <ddp/export.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <torch/arg.h>
@@ -29,10 +30,10 @@ namespace ddp {
 enum class ReduceOp { kSum, kAvg, kMin, kMax };
 
 /// "sum", "avg", "min", "max".
-const char* to_string(ReduceOp op);
+DDP_API const char* to_string(ReduceOp op);
 
 /// Handle to one asynchronous operation.
-class Work {
+class DDP_API Work {
  public:
   virtual ~Work() = default;
   /// True once the operation finished, successfully or not.
@@ -68,7 +69,7 @@ struct CollectiveOptions {
 };
 
 /// A group of `size()` ranks; this process is `rank()`.
-class ProcessGroup {
+class DDP_API ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
 

@@ -4,6 +4,7 @@
 //   auto store = std::make_shared<ddp::TCPStore>(...);
 //   auto pg = ddp::make_gloo_process_group(store, rank, world_size);
 
+#include <ddp/export.h>
 #include <ddp/process_group.h>
 #include <ddp/store.h>
 #include <torch/arg.h>
@@ -33,7 +34,7 @@ struct GlooOptions {
 /// groups) and returns the group, which keeps `store` alive (rank 0 may host its server).
 /// Throws StoreError/TimeoutError when peers do not show up in time, ConfigError on bad arguments
 /// or an unusable network interface.
-std::shared_ptr<ProcessGroup> make_gloo_process_group(std::shared_ptr<Store> store, int rank, int size,
-                                                      GlooOptions options = {});
+DDP_API std::shared_ptr<ProcessGroup> make_gloo_process_group(std::shared_ptr<Store> store, int rank, int size,
+                                                              GlooOptions options = {});
 
 }  // namespace ddp

@@ -10,6 +10,7 @@
 //   store.wait({"ready/0", "ready/1"});
 //   int64_t n = store.add("joined", 1);
 
+#include <ddp/export.h>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -22,7 +23,7 @@
 namespace ddp {
 
 /// Abstract store: the operations of c10d::Store that ddp uses.
-class Store {
+class DDP_API Store {
  public:
   using Bytes = std::vector<uint8_t>;
   virtual ~Store() = default;
@@ -59,7 +60,7 @@ class Store {
 };
 
 /// A view of another store with every key prefixed by "<prefix>/" (c10d's PrefixStore layout).
-class PrefixStore : public Store {
+class DDP_API PrefixStore : public Store {
  public:
   PrefixStore(std::string prefix, std::shared_ptr<Store> base);
   void set(const std::string& key, const Bytes& value) override;
@@ -103,7 +104,7 @@ struct TCPStoreOptions {
 };
 
 /// The TCP store: a client connection, plus the server when options.is_server().
-class TCPStore : public Store {
+class DDP_API TCPStore : public Store {
  public:
   explicit TCPStore(TCPStoreOptions options);
   ~TCPStore() override;
@@ -131,7 +132,7 @@ class TCPStore : public Store {
 };
 
 /// A standalone store server (what ddprun hosts so the store outlives worker restarts).
-class TCPStoreServer {
+class DDP_API TCPStoreServer {
  public:
   /// Listens on `port` (0: a free one) on all interfaces (IPv6 dual-stack, else IPv4);
   /// `token` as in TCPStoreOptions (default $DDP_STORE_TOKEN). Throws StoreError.

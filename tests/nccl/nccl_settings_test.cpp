@@ -9,8 +9,8 @@
 #include "ddp/nccl/settings.h"
 
 using Env = ddp::detail::EnvMap;
-using ddp::blocking_wait_from_env;
-using ddp::record_streams_from_env;
+using ddp::nccl_backend::blocking_wait_from_env;
+using ddp::nccl_backend::record_streams_from_env;
 
 namespace {
 

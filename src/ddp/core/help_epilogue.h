@@ -5,6 +5,7 @@
 //
 //   std::cout << cli.help() << "\n" << ddp::detail::help_epilogue(ddp::detail::HelpFor::kTrainer);
 
+#include <ddp/export.h>
 #include <string>
 
 namespace ddp::detail {
@@ -14,6 +15,7 @@ namespace ddp::detail {
 enum class HelpFor { kTrainer, kLauncher };
 
 /// "environment variables:" and "exit codes:" sections, each line ending in '\n'.
-std::string help_epilogue(HelpFor program);
+// exported until src/util lands
+DDP_API std::string help_epilogue(HelpFor program);
 
 }  // namespace ddp::detail

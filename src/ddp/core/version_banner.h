@@ -4,12 +4,14 @@
 //
 //   if (wants_version) { std::cout << ddp::detail::version_banner("ddprun") << "\n"; return 0; }
 
+#include <ddp/export.h>
 #include <string>
 
 namespace ddp::detail {
 
 /// "<program> <libddp version> (LibTorch <version built against>, NCCL <yes|no>)"; NCCL says whether
 /// libddp was built with the NCCL process group, not whether a GPU is usable here.
-std::string version_banner(const std::string& program);
+// exported until src/util lands
+DDP_API std::string version_banner(const std::string& program);
 
 }  // namespace ddp::detail
