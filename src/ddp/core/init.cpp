@@ -97,7 +97,7 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
     pg = make_gloo_process_group(store, world.rank, world.world_size, GlooOptions().timeout(timeout));
   } else {
     NcclOptions o;
-    o.timeout(timeout);
+    o.timeout(timeout).restart_count(world.restart_count);
     // The device this rank trains on (default_device() maps LOCAL_RANK to a visible device, and
     // picks device 0 when a launcher gave each rank exactly one).
     int device_index = world.local_rank;

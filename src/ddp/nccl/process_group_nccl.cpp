@@ -3,10 +3,10 @@
 #include <ddp/errors.h>
 #include <ddp/logging.h>
 
+#include "ddp/core/restart_count.h"
 #include "ddp/nccl/settings.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 
 namespace ddp {
@@ -20,10 +20,9 @@ std::atomic<int> g_groups_created{0};
 /// Rank 0 creates the id and publishes it; everyone reads it back (the store blocks until it exists).
 /// The key carries the launcher's restart count: a store that outlives a restart (ddprun's, the
 /// TorchElastic agent's) must not hand a restarted rank the previous attempt's id.
-ncclUniqueId exchange_unique_id(Store& store, int rank, int group_index) {
-  const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
-  const std::string key = "nccl/" + std::string(restart && *restart ? restart : "0") + "/" +
-                          std::to_string(group_index) + "/unique_id";
+ncclUniqueId exchange_unique_id(Store& store, int rank, int restart_count, int group_index) {
+  const std::string key =
+      "nccl/" + std::to_string(restart_count) + "/" + std::to_string(group_index) + "/unique_id";
   ncclUniqueId id;
   if (rank == 0) {
     check_nccl(ncclGetUniqueId(&id), nullptr, "ncclGetUniqueId", rank);
@@ -57,7 +56,7 @@ ProcessGroupNccl::ProcessGroupNccl(const std::shared_ptr<Store>& store, int rank
   // allocations all refer to it (as torchrun scripts do with torch.cuda.set_device(LOCAL_RANK)).
   check_cuda(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
   const int group_index = g_groups_created++;
-  ncclUniqueId id = exchange_unique_id(*store, rank, group_index);
+  ncclUniqueId id = exchange_unique_id(*store, rank, options.restart_count().value_or(0), group_index);
   DDP_LOG(DEBUG) << "nccl: creating communicator " << group_index << " (" << where() << ")";
   comm_ = std::make_unique<Communicator>(id, rank, size, device, options.timeout());
   bridge_ = std::make_shared<StreamBridge>(device, collective_stream(device), record_streams);
@@ -185,7 +184,9 @@ std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store> sto
     throw ConfigError("make_nccl_process_group: timeout must be positive, got " +
                       std::to_string(options.timeout().count()) + " ms");
   // A set variable overrides NcclOptions either way, as c10d's TORCH_NCCL_BLOCKING_WAIT does.
-  if (auto blocking = blocking_wait_from_env(detail::process_env())) options.blocking_wait(*blocking);
+  const detail::EnvMap env = detail::process_env();
+  if (auto blocking = nccl_backend::blocking_wait_from_env(env)) options.blocking_wait(*blocking);
+  if (!options.restart_count()) options.restart_count(detail::restart_count_from_env(env));
   return std::make_shared<nccl_backend::ProcessGroupNccl>(store, rank, size, device_index, options);
 }
 
