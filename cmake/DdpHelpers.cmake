@@ -26,3 +26,17 @@ function(ddp_add_gtest name)
     DISCOVERY_TIMEOUT 120
     PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
 endfunction()
+
+# ddp_test_internal_units(TARGET src/ddp/area/unit.cpp ...)
+# A test of libddp internals compiles the units it tests into itself: libddp exports only its public
+# API (hidden visibility), and the internal headers are reachable only from src/. Only units without
+# global state belong here; one with state would exist twice in the process (the test's copy and
+# libddp's). tests/package/check_layering.py lists the tests that may include internal headers.
+function(ddp_test_internal_units target)
+  foreach(unit IN LISTS ARGN)
+    target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/${unit})
+  endforeach()
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  # The units use the helpers of src/util, as libddp does (its copy there is hidden).
+  target_link_libraries(${target} PRIVATE ddp_util)
+endfunction()

@@ -63,9 +63,7 @@ double timed(ddp::ProcessGroup& pg, std::vector<at::Tensor>& t, int iters) {
 int main(int argc, char** argv) {
   try {
     Args args = parse(argc, argv);
-    ddp::InitOptions init;
-    init.backend = args.backend;
-    auto pg = ddp::init_process_group(init);
+    auto pg = ddp::init_process_group(ddp::InitOptions().backend(args.backend));
     for (long long bytes = args.min_bytes; bytes <= args.max_bytes; bytes *= 2) {
       std::vector<at::Tensor> t = {at::ones({bytes / 4}, at::kFloat)};
       double warm = timed(*pg, t, args.warmup) / args.warmup;

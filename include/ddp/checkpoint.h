@@ -11,12 +11,14 @@
 //   ddp::Checkpointer ckpt(ddp::CheckpointOptions().dir(flags.dir).keep(flags.keep).every(flags.every), pg);
 //   ddp::TrainingProgress progress;                          // epoch 0, step 0
 //   if (auto resumed = ckpt.resume(flags.resume, *net, &optimizer)) progress = resumed->progress;
+//   ddp::install_stop_handlers();
+//   ddp::StopVote stop_vote(*pg);                            // signals.h
 //   while (progress.epoch < epochs) {
 //     sampler.set_epoch(progress.epoch);   // and skip progress.samples_in_epoch of this rank's indices
 //     for (each remaining batch) {
 //       train_step(batch);
 //       progress.step_done(batch_size);
-//       bool stop = ddp::stop_requested_any(*pg);       // collective: every rank agrees (signals.h)
+//       bool stop = stop_vote.poll();                   // collective: every rank stops after the same step
 //       if (stop || ckpt.due(progress)) ckpt.save(*net, &optimizer, progress);
 //       if (stop) return ddp::stop_exit_code();         // 143 after SIGTERM
 //     }
@@ -27,7 +29,9 @@
 // Errors: a checkpoint that cannot be used is a ddp::DataError naming the file and what is wrong;
 // failing to write one is a ddp::DataError naming the file and the errno text.
 
+#include <ddp/export.h>
 #include <ATen/core/Generator.h>
+#include <torch/arg.h>
 
 #include <cstdint>
 #include <map>
@@ -51,7 +55,7 @@ namespace ddp {
 class ProcessGroup;
 
 /// Where training stands. Every rank holds the same values (ranks step together).
-struct TrainingProgress {
+struct DDP_API TrainingProgress {
   int64_t epoch = 0;             ///< epoch in progress, 0-based
   int64_t step_in_epoch = 0;     ///< optimizer steps finished in this epoch
   int64_t global_step = 0;       ///< optimizer steps finished since the start of training
@@ -81,29 +85,22 @@ struct CheckpointInfo {
   int world_size = 1;  ///< ranks that saved it (RNG states exist per rank)
 };
 
+/// Chained setters as in LibTorch (TORCH_ARG): CheckpointOptions().dir("ckpt").keep(5).
 struct CheckpointOptions {
-#define DDP_CKPT_ARG(type, name, init)        \
-  CheckpointOptions& name(type v) {           \
-    name##_ = std::move(v);                   \
-    return *this;                             \
-  }                                           \
-  const type& name() const { return name##_; } \
-  type name##_ = init
   /// Folder of the checkpoints; created when missing. Empty: checkpointing disabled (save() is a
   /// no-op, resume("auto") starts fresh).
-  DDP_CKPT_ARG(std::string, dir, "");
+  TORCH_ARG(std::string, dir) = "";
   /// Keep the newest `keep` checkpoints, delete older ones (0: keep all).
-  DDP_CKPT_ARG(int, keep, 3);
+  TORCH_ARG(int, keep) = 3;
   /// due() is true every `every` global steps (0: only when the trainer saves at epoch ends).
-  DDP_CKPT_ARG(int64_t, every, 0);
+  TORCH_ARG(int64_t, every) = 0;
   /// Save and restore CUDA generators too when CUDA is usable.
-  DDP_CKPT_ARG(bool, cuda_rng, true);
-#undef DDP_CKPT_ARG
+  TORCH_ARG(bool, cuda_rng) = true;
 };
 
 /// Writes and reads checkpoints. With a process group of size > 1, save() and resume() are
 /// collectives: every rank calls them at the same point (same global step).
-class Checkpointer {
+class DDP_API Checkpointer {
  public:
   /// `pg` may be null for a single process.
   explicit Checkpointer(CheckpointOptions options, std::shared_ptr<ProcessGroup> pg = nullptr);
@@ -143,17 +140,17 @@ class Checkpointer {
 };
 
 /// File name of the checkpoint of `global_step`: "ckpt-000000001041.ddpckpt".
-std::string checkpoint_file_name(int64_t global_step);
+DDP_API std::string checkpoint_file_name(int64_t global_step);
 
 /// Checkpoint files in `dir` (by name, not verified), oldest first; empty when dir does not exist.
-std::vector<std::string> list_checkpoints(const std::string& dir);
+DDP_API std::vector<std::string> list_checkpoints(const std::string& dir);
 
 /// Verifies header and checksum of `path` and reads its progress and metadata (no tensors loaded
 /// into anything). DataError naming the file and what is wrong.
-CheckpointInfo read_checkpoint_info(const std::string& path);
+DDP_API CheckpointInfo read_checkpoint_info(const std::string& path);
 
 /// The newest checkpoint in `dir` that verifies, logging (WARN) every newer one that does not and
 /// why. nullopt when dir has no checkpoints; DataError listing each file's problem when none verifies.
-std::optional<std::string> find_latest_valid_checkpoint(const std::string& dir);
+DDP_API std::optional<std::string> find_latest_valid_checkpoint(const std::string& dir);
 
 }  // namespace ddp

@@ -17,6 +17,7 @@
 // hook are issued in the same order everywhere. The future's continuation runs when DDP waits for
 // the bucket at the end of backward.
 
+#include <ddp/export.h>
 #include <ddp/process_group.h>
 
 #include <ATen/core/Tensor.h>
@@ -28,7 +29,7 @@
 namespace ddp {
 
 /// One bucket of gradients as a comm hook sees it.
-class GradBucket {
+class DDP_API GradBucket {
  public:
   GradBucket(size_t index, bool is_last, at::Tensor buffer, std::vector<at::Tensor> gradients,
              std::vector<at::Tensor> parameters)
@@ -56,7 +57,7 @@ class GradBucket {
 };
 
 /// The eventual result of a comm hook: a flat tensor of averaged gradients.
-class CommFuture {
+class DDP_API CommFuture {
  public:
   CommFuture() = default;
   /// Done when `work` is; the value is `then()`, evaluated once, after work->wait().
@@ -79,12 +80,12 @@ using CommHook = std::function<CommFuture(GradBucket& bucket)>;
 namespace comm_hooks {
 
 /// Sum then divide by the world size, as DDP does without a hook (useful to compose with).
-CommHook allreduce(std::shared_ptr<ProcessGroup> pg);
+DDP_API CommHook allreduce(std::shared_ptr<ProcessGroup> pg);
 /// Casts the bucket to float16, pre-divided by the world size, allreduces it and casts back:
 /// half the bytes on the wire. Gradients outside float16's range lose precision (or overflow).
-CommHook fp16_compress(std::shared_ptr<ProcessGroup> pg);
+DDP_API CommHook fp16_compress(std::shared_ptr<ProcessGroup> pg);
 /// As fp16_compress with bfloat16: float32's range, 8 bits of mantissa.
-CommHook bf16_compress(std::shared_ptr<ProcessGroup> pg);
+DDP_API CommHook bf16_compress(std::shared_ptr<ProcessGroup> pg);
 
 }  // namespace comm_hooks
 }  // namespace ddp

@@ -25,6 +25,7 @@
 // with rank 0's buffers, so every rank must call forward the same number of times; evaluate on
 // one rank through model.module() instead.
 
+#include <ddp/export.h>
 #include <ddp/comm_hooks.h>
 #include <ddp/process_group.h>
 
@@ -130,7 +131,7 @@ std::shared_ptr<torch::nn::Module> module_pointer(const std::shared_ptr<T>& modu
 
 /// While alive, forwards run without gradient synchronization: gradients accumulate locally and
 /// the next synchronized backward reduces the accumulated sum. Get one from model.no_sync().
-class NoSyncGuard {
+class DDP_API NoSyncGuard {
  public:
   explicit NoSyncGuard(detail::DdpState* state);
   ~NoSyncGuard();
@@ -145,7 +146,7 @@ class NoSyncGuard {
 };
 
 /// The non-template part of DistributedDataParallel (all the logic lives in libddp).
-class DistributedDataParallelBase {
+class DDP_API DistributedDataParallelBase {
  public:
   DistributedDataParallelBase(std::shared_ptr<torch::nn::Module> module,
                               std::shared_ptr<ProcessGroup> pg,

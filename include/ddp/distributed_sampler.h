@@ -19,12 +19,13 @@
 //
 // For torch::data loaders see <ddp/distributed_sampler_adapter.h>.
 
+#include <ddp/export.h>
 #include <cstdint>
 #include <vector>
 
 namespace ddp {
 
-class DistributedSampler {
+class DDP_API DistributedSampler {
  public:
   /// Where this rank is in the dataset: enough to resume mid-epoch.
   struct State {
@@ -78,6 +79,6 @@ class DistributedSampler {
 
 /// The whole epoch's order before padding and striding: randperm(size) seeded with `seed` when
 /// shuffling, else 0..size-1. Exposed for tests and for samplers built on the same permutation.
-std::vector<int64_t> epoch_permutation(int64_t size, bool shuffle, uint64_t seed);
+DDP_API std::vector<int64_t> epoch_permutation(int64_t size, bool shuffle, uint64_t seed);
 
 }  // namespace ddp

@@ -15,6 +15,7 @@
 // recomputes this rank's list; reset(new_size) re-partitions a resized dataset. save()/load()
 // store the epoch and how far this adapter got, so a Stateful loader resumes exactly.
 
+#include <ddp/export.h>
 #include <ddp/distributed_sampler.h>
 #include <torch/data/samplers/base.h>
 
@@ -23,7 +24,7 @@
 
 namespace ddp {
 
-class DistributedSamplerAdapter : public torch::data::samplers::Sampler<std::vector<size_t>> {
+class DDP_API DistributedSamplerAdapter : public torch::data::samplers::Sampler<std::vector<size_t>> {
  public:
   explicit DistributedSamplerAdapter(std::shared_ptr<DistributedSampler> sampler);
 

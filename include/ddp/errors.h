@@ -9,6 +9,7 @@
 //
 //   try { train(); } catch (const std::exception& e) { return ddp::report_and_exit_code(e); }
 
+#include <ddp/export.h>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -30,7 +31,7 @@ enum ExitCode : int {
 inline bool is_retryable_exit_code(int code) { return code >= 128; }
 
 /// Base of every ddp error.
-class Error : public std::runtime_error {
+class DDP_API Error : public std::runtime_error {
  public:
   Error(const std::string& what, int exit_code) : std::runtime_error(what), exit_code_(exit_code) {}
   int exit_code() const noexcept { return exit_code_; }
@@ -40,19 +41,19 @@ class Error : public std::runtime_error {
 };
 
 /// Bad configuration: a flag, an environment variable, mismatched models across ranks. Permanent.
-class ConfigError : public Error {
+class DDP_API ConfigError : public Error {
  public:
   explicit ConfigError(const std::string& what) : Error(what, kExitConfig) {}
 };
 
 /// Bad input data: a missing, truncated or corrupt file, a malformed CSV row. Permanent.
-class DataError : public Error {
+class DDP_API DataError : public Error {
  public:
   explicit DataError(const std::string& what) : Error(what, kExitConfig) {}
 };
 
 /// A peer failed during a collective (connection closed, reset, process died). Retryable.
-class PeerError : public Error {
+class DDP_API PeerError : public Error {
  public:
   PeerError(const std::string& what, int rank = -1, int peer = -1)
       : Error(what, kExitPeerLost), rank_(rank), peer_(peer) {}
@@ -64,22 +65,22 @@ class PeerError : public Error {
 };
 
 /// An operation did not finish within its timeout. Retryable.
-class TimeoutError : public Error {
+class DDP_API TimeoutError : public Error {
  public:
   explicit TimeoutError(const std::string& what) : Error(what, kExitTimeout) {}
 };
 
 /// The store could not be reached, or answered with something we cannot parse. Retryable.
-class StoreError : public Error {
+class DDP_API StoreError : public Error {
  public:
   explicit StoreError(const std::string& what, int exit_code = kExitStoreUnreachable)
       : Error(what, exit_code) {}
 };
 
 /// Exit code for any exception: ddp::Error's own, kExitInternal for everything else.
-int exit_code_for(const std::exception& e) noexcept;
+DDP_API int exit_code_for(const std::exception& e) noexcept;
 
 /// Logs `e` (with this process's rank when known) to stderr and returns exit_code_for(e).
-int report_and_exit_code(const std::exception& e) noexcept;
+DDP_API int report_and_exit_code(const std::exception& e) noexcept;
 
 }  // namespace ddp

@@ -6,11 +6,13 @@
 //
 // "auto" backend: NCCL when the default device is CUDA and ddp has NCCL, Gloo otherwise.
 
+#include <ddp/export.h>
 #include <ddp/process_group.h>
 #include <ddp/store.h>
 #include <ddp/world_info.h>
 
 #include <c10/core/Device.h>
+#include <torch/arg.h>
 
 #include <chrono>
 #include <memory>
@@ -19,30 +21,31 @@
 
 namespace ddp {
 
+/// Chained setters as in LibTorch (TORCH_ARG): InitOptions().backend("gloo").timeout(...).
 struct InitOptions {
   /// "auto", "gloo" or "nccl".
-  std::string backend = "auto";
+  TORCH_ARG(std::string, backend) = "auto";
   /// Collective timeout (Gloo default 30 min, NCCL 10 min when left at 0).
-  std::chrono::milliseconds timeout{0};
+  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::milliseconds(0);
   /// How long to keep trying to reach the store (DNS failures, refused connections).
-  std::chrono::milliseconds store_connect_timeout = std::chrono::minutes(5);
+  TORCH_ARG(std::chrono::milliseconds, store_connect_timeout) = std::chrono::minutes(5);
   /// Use this instead of WorldInfo::from_env().
-  std::optional<WorldInfo> world;
+  TORCH_ARG(std::optional<WorldInfo>, world);
   /// Device for the "auto" choice; default_device() when unset.
-  std::optional<c10::Device> device;
+  TORCH_ARG(std::optional<c10::Device>, device);
 };
 
 /// Reads the environment, joins the store and builds the process group. Remembers the result so
 /// ddp::world() and ddp::store() can find it later. ConfigError on bad environment or backend.
-std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options = {});
+DDP_API std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options = {});
 
 /// The WorldInfo / store of the last init_process_group() (the store is null before).
-const WorldInfo& world();
-std::shared_ptr<Store> store();
+DDP_API const WorldInfo& world();
+DDP_API std::shared_ptr<Store> store();
 
 /// cuda:LOCAL_RANK when LibTorch has CUDA and a device is visible, else cpu.
-c10::Device default_device();
+DDP_API c10::Device default_device();
 /// Why default_device() is cpu ("LibTorch built without CUDA", "no CUDA device visible"), or "".
-std::string cpu_fallback_reason();
+DDP_API std::string cpu_fallback_reason();
 
 }  // namespace ddp

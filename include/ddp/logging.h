@@ -5,6 +5,7 @@
 //
 //   DDP_LOG(INFO) << "joined store at " << host << ":" << port;
 
+#include <ddp/export.h>
 #include <sstream>
 #include <string>
 
@@ -13,13 +14,13 @@ namespace ddp {
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3, kOff = 4 };
 
 /// Current threshold (from DDP_LOG_LEVEL on first use; a bad value is reported once and ignored).
-LogLevel log_level();
-void set_log_level(LogLevel level);
+DDP_API LogLevel log_level();
+DDP_API void set_log_level(LogLevel level);
 /// Rank shown in every line from now on (-1: none).
-void set_log_rank(int rank);
-bool log_enabled(LogLevel level);
+DDP_API void set_log_rank(int rank);
+DDP_API bool log_enabled(LogLevel level);
 /// Writes one line atomically (one write(2)), so lines from several threads do not interleave.
-void log_line(LogLevel level, const std::string& message);
+DDP_API void log_line(LogLevel level, const std::string& message);
 
 namespace detail {
 class LogMessage {

@@ -14,8 +14,10 @@
 // A failed operation (peer died, timeout) throws ddp::PeerError / ddp::TimeoutError from wait();
 // after that the group is unusable and every later operation fails saying so.
 
+#include <ddp/export.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <torch/arg.h>
 
 #include <chrono>
 #include <exception>
@@ -28,10 +30,10 @@ namespace ddp {
 enum class ReduceOp { kSum, kAvg, kMin, kMax };
 
 /// "sum", "avg", "min", "max".
-const char* to_string(ReduceOp op);
+DDP_API const char* to_string(ReduceOp op);
 
 /// Handle to one asynchronous operation.
-class Work {
+class DDP_API Work {
  public:
   virtual ~Work() = default;
   /// True once the operation finished, successfully or not.
@@ -45,38 +47,29 @@ class Work {
 };
 using WorkPtr = std::shared_ptr<Work>;
 
-#define DDP_OPTION(cls, type, name, init) \
-  cls& name(type v) {                     \
-    name##_ = v;                          \
-    return *this;                         \
-  }                                       \
-  type name() const { return name##_; }   \
-  type name##_ = init
-
+// Options: chained setters as in LibTorch (TORCH_ARG), e.g. AllreduceOptions().op(ReduceOp::kAvg).
 struct AllreduceOptions {
-  DDP_OPTION(AllreduceOptions, ReduceOp, op, ReduceOp::kSum);
+  TORCH_ARG(ReduceOp, op) = ReduceOp::kSum;
   /// 0: the group's timeout.
-  DDP_OPTION(AllreduceOptions, std::chrono::milliseconds, timeout, std::chrono::milliseconds(0));
+  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::milliseconds(0);
 };
 
 struct BroadcastOptions {
-  DDP_OPTION(BroadcastOptions, int, root, 0);
-  DDP_OPTION(BroadcastOptions, std::chrono::milliseconds, timeout, std::chrono::milliseconds(0));
+  TORCH_ARG(int, root) = 0;
+  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::milliseconds(0);
 };
 
 struct ReduceScatterOptions {
-  DDP_OPTION(ReduceScatterOptions, ReduceOp, op, ReduceOp::kSum);
-  DDP_OPTION(ReduceScatterOptions, std::chrono::milliseconds, timeout, std::chrono::milliseconds(0));
+  TORCH_ARG(ReduceOp, op) = ReduceOp::kSum;
+  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::milliseconds(0);
 };
 
 struct CollectiveOptions {
-  DDP_OPTION(CollectiveOptions, std::chrono::milliseconds, timeout, std::chrono::milliseconds(0));
+  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::milliseconds(0);
 };
 
-#undef DDP_OPTION
-
 /// A group of `size()` ranks; this process is `rank()`.
-class ProcessGroup {
+class DDP_API ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
 

@@ -25,40 +25,49 @@
 // dense). Reductions take float32, float64, float16, bfloat16, int32 and int64; broadcast and
 // allgather move any dtype.
 
+#include <ddp/export.h>
 #include <ddp/process_group.h>
 #include <ddp/store.h>
+#include <torch/arg.h>
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace ddp {
 
+/// Chained setters as in LibTorch (TORCH_ARG): NcclOptions().blocking_wait(true).
 struct NcclOptions {
   /// A collective running longer than this aborts the communicator (watchdog). Also bounds the
   /// communicator's creation.
-  std::chrono::milliseconds timeout = std::chrono::minutes(10);
+  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::minutes(10);
   /// Work::wait() blocks the CPU until the operation finished (bounded by its timeout) instead of
   /// only ordering the caller's stream after it. The environment overrides it when set:
   /// DDP_NCCL_BLOCKING_WAIT, else c10d's TORCH_NCCL_BLOCKING_WAIT, else NCCL_BLOCKING_WAIT (1 or 0).
-  bool blocking_wait = false;
+  TORCH_ARG(bool, blocking_wait) = false;
+  /// The launcher's restart attempt, part of the unique id's store key, so a store that outlives a
+  /// restart (ddprun's, a TorchElastic agent's) never hands a restarted rank the previous attempt's
+  /// id. Unset: $TORCHELASTIC_RESTART_COUNT, or 0 (as WorldInfo::from_env() reads it);
+  /// init_process_group() passes its WorldInfo's.
+  TORCH_ARG(std::optional<int>, restart_count);
 };
 
 /// True when ddp was built with NCCL, LibTorch has CUDA, and at least one CUDA device is usable.
-bool nccl_available();
+DDP_API bool nccl_available();
 /// Why nccl_available() is false ("LibTorch has no CUDA ...", "no CUDA device visible ...",
 /// "ddp was built without NCCL ..."), or "" when it is true.
-std::string nccl_unavailable_reason();
+DDP_API std::string nccl_unavailable_reason();
 /// Version of the NCCL library ddp is running with ("2.28.9"), or "" when built without NCCL.
 /// Needs no GPU.
-std::string nccl_version();
+DDP_API std::string nccl_version();
 
 /// Creates the communicator on CUDA device `device_index` (made the current device of the calling
 /// thread): rank 0 creates the NCCL unique id and publishes it through `store` (key
-/// "nccl/<restart>/<n>/unique_id": $TORCHELASTIC_RESTART_COUNT or 0, and n counting the NCCL groups
-/// this process created), every rank reads it and joins. ConfigError when NCCL is unavailable or the arguments are wrong; TimeoutError when the
-/// other ranks do not join within options.timeout.
-std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store> store, int rank, int size,
-                                                      int device_index, NcclOptions options = {});
+/// "nccl/<restart>/<n>/unique_id": options.restart_count, and n counting the NCCL groups this
+/// process created), every rank reads it and joins. ConfigError when NCCL is unavailable or the
+/// arguments are wrong; TimeoutError when the other ranks do not join within options.timeout.
+DDP_API std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store> store, int rank, int size,
+                                                              int device_index, NcclOptions options = {});
 
 }  // namespace ddp

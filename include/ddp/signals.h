@@ -15,6 +15,7 @@
 //     }
 //   }
 
+#include <ddp/export.h>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -24,37 +25,36 @@ namespace ddp {
 class ProcessGroup;
 
 /// Installs the SIGTERM and SIGINT handlers (idempotent; SA_RESTART, so blocking calls continue).
-void install_stop_handlers();
+DDP_API void install_stop_handlers();
 
 /// True once SIGTERM or SIGINT arrived (or request_stop() was called) in this process.
-bool stop_requested() noexcept;
+DDP_API bool stop_requested() noexcept;
 
 /// The signal that asked us to stop (SIGTERM, SIGINT), or 0.
-int stop_signal() noexcept;
+DDP_API int stop_signal() noexcept;
 
 /// 128 + stop_signal(): 143 after SIGTERM, 130 after SIGINT; 143 when no signal arrived.
-int stop_exit_code() noexcept;
+DDP_API int stop_exit_code() noexcept;
 
 /// Records a stop request as if `signal` had arrived (tests, or a trainer's own reasons).
-void request_stop(int signal) noexcept;
+DDP_API void request_stop(int signal) noexcept;
 
 /// Forgets a recorded request (tests).
-void clear_stop_request() noexcept;
+DDP_API void clear_stop_request() noexcept;
 
 /// Collective: true on every rank when any rank of `pg` has a stop request, so all ranks stop after
 /// the same step. One allreduce(max) of one element (on CUDA for an NCCL group), waited for.
-bool stop_requested_any(ProcessGroup& pg);
+DDP_API bool stop_requested_any(ProcessGroup& pg);
 
 /// stop_requested_any() for a training loop, at a fraction of its cost. poll() votes only every
 /// `interval` calls, sized so that votes are about `vote_every` apart (1 when steps are slower),
 /// and never waits: a vote point starts a vote on this rank's flag and reads the outcome of the
-/// previous vote point's, long finished. (Voting and waiting after every step cost 8-20% of
-/// train_cifar10's 9 ms step at 2 ranks on loopback; pipelining alone won back a third of that,
-/// the rest was the collective's CPU time.) Every rank gets the same answer from the same poll():
+/// previous vote point's, long finished (what a vote at every step costs: docs/CHECKPOINTS.md).
+/// Every rank gets the same answer from the same poll():
 /// the interval comes from the votes themselves (the slowest rank's step time). A signal is acted
 /// on within two intervals: about 2 x vote_every, or the next step when steps are slower. Like any
 /// collective, every rank must call poll() at the same points of its loop.
-class StopVote {
+class DDP_API StopVote {
  public:
   /// `vote_every` 0: vote at every poll (tests).
   explicit StopVote(ProcessGroup& pg, std::chrono::milliseconds vote_every = std::chrono::milliseconds(100));

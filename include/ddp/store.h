@@ -10,6 +10,7 @@
 //   store.wait({"ready/0", "ready/1"});
 //   int64_t n = store.add("joined", 1);
 
+#include <ddp/export.h>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -17,10 +18,12 @@
 #include <string>
 #include <vector>
 
+#include <torch/arg.h>
+
 namespace ddp {
 
 /// Abstract store: the operations of c10d::Store that ddp uses.
-class Store {
+class DDP_API Store {
  public:
   using Bytes = std::vector<uint8_t>;
   virtual ~Store() = default;
@@ -57,7 +60,7 @@ class Store {
 };
 
 /// A view of another store with every key prefixed by "<prefix>/" (c10d's PrefixStore layout).
-class PrefixStore : public Store {
+class DDP_API PrefixStore : public Store {
  public:
   PrefixStore(std::string prefix, std::shared_ptr<Store> base);
   void set(const std::string& key, const Bytes& value) override;
@@ -85,31 +88,23 @@ inline std::string default_store_token() {
 
 /// Options for TCPStore; chained setters as in LibTorch's *Options.
 struct TCPStoreOptions {
-#define DDP_STORE_ARG(type, name, init)            \
-  TCPStoreOptions& name(type v) {                  \
-    name##_ = std::move(v);                        \
-    return *this;                                  \
-  }                                                \
-  const type& name() const { return name##_; }     \
-  type name##_ = init
-  DDP_STORE_ARG(std::string, host, "127.0.0.1");
+  TORCH_ARG(std::string, host) = "127.0.0.1";
   /// 0 with is_server: pick a free port (read it back with TCPStore::port()).
-  DDP_STORE_ARG(int, port, 29500);
+  TORCH_ARG(int, port) = 29500;
   /// Host the server in this process too (it listens on all interfaces).
-  DDP_STORE_ARG(bool, is_server, false);
+  TORCH_ARG(bool, is_server) = false;
   /// Per-operation timeout (get, wait).
-  DDP_STORE_ARG(std::chrono::milliseconds, timeout, std::chrono::minutes(5));
+  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::minutes(5);
   /// How long to keep retrying DNS failures and refused connections before giving up.
-  DDP_STORE_ARG(std::chrono::milliseconds, connect_timeout, std::chrono::minutes(5));
+  TORCH_ARG(std::chrono::milliseconds, connect_timeout) = std::chrono::minutes(5);
   /// Shared secret (ours, not c10d's): when non-empty, the server refuses clients without it and
   /// the client presents it. Defaults to $DDP_STORE_TOKEN; token("") turns it off explicitly.
   /// A c10d (PyTorch) client cannot join a server that has a token.
-  DDP_STORE_ARG(std::string, token, default_store_token());
-#undef DDP_STORE_ARG
+  TORCH_ARG(std::string, token) = default_store_token();
 };
 
 /// The TCP store: a client connection, plus the server when options.is_server().
-class TCPStore : public Store {
+class DDP_API TCPStore : public Store {
  public:
   explicit TCPStore(TCPStoreOptions options);
   ~TCPStore() override;
@@ -137,7 +132,7 @@ class TCPStore : public Store {
 };
 
 /// A standalone store server (what ddprun hosts so the store outlives worker restarts).
-class TCPStoreServer {
+class DDP_API TCPStoreServer {
  public:
   /// Listens on `port` (0: a free one) on all interfaces (IPv6 dual-stack, else IPv4);
   /// `token` as in TCPStoreOptions (default $DDP_STORE_TOKEN). Throws StoreError.

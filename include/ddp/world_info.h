@@ -15,12 +15,13 @@
 //   ddp::WorldInfo world = ddp::WorldInfo::from_env();
 //   if (world.rank == 0) { ... }
 
+#include <ddp/export.h>
 #include <map>
 #include <string>
 
 namespace ddp {
 
-struct WorldInfo {
+struct DDP_API WorldInfo {
   int rank = 0;
   int local_rank = 0;
   int world_size = 1;

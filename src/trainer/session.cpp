@@ -36,10 +36,7 @@ Session start_session(const RuntimeOptions& runtime, const DeviceChoice& device,
                       const std::string& details) {
   Session s;
   s.device = device.device;
-  ddp::InitOptions init;
-  init.backend = runtime.backend();
-  init.device = s.device;
-  s.pg = ddp::init_process_group(init);
+  s.pg = ddp::init_process_group(ddp::InitOptions().backend(runtime.backend()).device(s.device));
   s.threads = intra_op_threads(runtime.threads(), ddp::world());
   set_intra_op_threads(s.threads);
   if (s.rank0()) {

@@ -208,7 +208,7 @@ DDP_TEST_WORKER(all_collectives) {
   // Every allreduce above also through the other algorithm: with the default threshold these sizes
   // take the direct exchange, so a second group is made to take the ring for all of them.
   ddp::GlooOptions ring_only;
-  ring_only.direct_allreduce_max_bytes = 0;
+  ring_only.direct_allreduce_max_bytes(0);
   auto ring_pg = make_test_group(store, ring_only);
   for (auto* g : {pg.get(), ring_pg.get()}) {
     allreduce_dtypes_ops(g);
@@ -320,7 +320,7 @@ TEST(GlooSingle, OneRank) { run("single_rank", 1); }
 // ---- the network interface comes from GLOO_SOCKET_IFNAME when set ---------------------------------
 DDP_TEST_WORKER(socket_ifname) {
   ddp::GlooOptions options;  // no hostname: the environment decides
-  options.timeout = std::chrono::seconds(30);
+  options.timeout(std::chrono::seconds(30));
   auto store = worker_store();
   setenv("GLOO_SOCKET_IFNAME", "nosuchif0", 1);
   expect_config_error([&] { ddp::make_gloo_process_group(store, 0, 1, options); },

@@ -27,12 +27,12 @@ std::shared_ptr<Store> worker_store() {
 
 std::shared_ptr<ProcessGroup> make_test_group(std::chrono::milliseconds timeout) {
   GlooOptions options;
-  options.timeout = timeout;
+  options.timeout(timeout);
   return make_test_group(worker_store(), options);
 }
 
 std::shared_ptr<ProcessGroup> make_test_group(std::shared_ptr<Store> store, GlooOptions options) {
-  options.hostname = "127.0.0.1";
+  options.hostname("127.0.0.1");
   return make_gloo_process_group(std::move(store), env_int("RANK", 0), env_int("WORLD_SIZE", 1), options);
 }
 

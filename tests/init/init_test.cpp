@@ -95,7 +95,7 @@ DDP_TEST_WORKER(init_store_unreachable) {
   auto t0 = std::chrono::steady_clock::now();
   try {
     ddp::InitOptions o;
-    o.store_connect_timeout = std::chrono::seconds(2);
+    o.store_connect_timeout(std::chrono::seconds(2));
     ddp::init_process_group(o);
   } catch (const ddp::StoreError& e) {
     double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -112,8 +112,8 @@ TEST(Init, StoreUnreachableGivesUpAtDeadline) {
 
 TEST(Init, UnknownBackendIsConfigError) {
   ddp::InitOptions o;
-  o.world = ddp::WorldInfo{};
-  o.backend = "mpi";
+  o.world(ddp::WorldInfo{});
+  o.backend("mpi");
   try {
     ddp::init_process_group(o);
     FAIL() << "backend 'mpi' accepted";
@@ -125,7 +125,7 @@ TEST(Init, UnknownBackendIsConfigError) {
 TEST(Init, NcclWithoutNcclIsConfigError) {
   if (ddp::nccl_available()) GTEST_SKIP() << "NCCL is usable here";
   ddp::InitOptions o;
-  o.world = ddp::WorldInfo{};
-  o.backend = "nccl";
+  o.world(ddp::WorldInfo{});
+  o.backend("nccl");
   EXPECT_THROW(ddp::init_process_group(o), ddp::ConfigError);
 }

@@ -82,7 +82,7 @@ TEST(NcclArguments, BadArgumentsAreConfigErrors) {
   EXPECT_THROW(ddp::make_nccl_process_group(store, 1, 1, 0), ddp::ConfigError);
   EXPECT_THROW(ddp::make_nccl_process_group(store, 0, 1, 4096), ddp::ConfigError);
   ddp::NcclOptions zero;
-  zero.timeout = std::chrono::milliseconds(0);
+  zero.timeout(std::chrono::milliseconds(0));
   EXPECT_THROW(ddp::make_nccl_process_group(store, 0, 1, 0, zero), ddp::ConfigError);
 }
 
@@ -98,11 +98,11 @@ namespace {
 
 ddp::InitOptions single_process(const std::string& backend) {
   ddp::InitOptions options;
-  options.backend = backend;
+  options.backend(backend);
   ddp::WorldInfo world;
   world.master_port = ddp::testing::free_port();
-  options.world = world;
-  options.store_connect_timeout = std::chrono::seconds(10);
+  options.world(world);
+  options.store_connect_timeout(std::chrono::seconds(10));
   return options;
 }
 

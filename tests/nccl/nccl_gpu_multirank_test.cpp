@@ -89,7 +89,7 @@ DDP_TEST_WORKER(nccl_collectives_multi) {
 
 DDP_TEST_WORKER(nccl_peer_skips_an_op) {
   ddp::NcclOptions options;
-  options.timeout = std::chrono::seconds(3);
+  options.timeout(std::chrono::seconds(3));
   auto pg = join_from_env(options);
   std::vector<at::Tensor> t{at::ones({1024}, on_cuda(at::kFloat, env_int("LOCAL_RANK", 0)))};
   pg->allreduce(t)->wait();

@@ -180,7 +180,7 @@ TEST_F(NcclOneGpu, BadArgumentsAreConfigErrors) {
 // In its own process: an aborted communicator must not disturb the other tests' CUDA context.
 DDP_TEST_WORKER(nccl_watchdog_timeout) {
   ddp::NcclOptions options;
-  options.timeout = std::chrono::milliseconds(300);
+  options.timeout(std::chrono::milliseconds(300));
   auto pg = world_of_one(options);
   // Seconds of float64 matrix products on the current stream: the allreduce queued behind them
   // cannot finish within 300 ms, so the watchdog must abort it.

@@ -9,20 +9,20 @@
 
 namespace {
 
-using ddp::nccl::FailureKind;
+using ddp::nccl_backend::FailureKind;
 
 TEST(NcclErrors, ClassifiesResultsByWhoIsToBlame) {
-  EXPECT_EQ(ddp::nccl::classify(ncclRemoteError), FailureKind::kPeer);
-  EXPECT_EQ(ddp::nccl::classify(ncclSystemError), FailureKind::kPeer);
-  EXPECT_EQ(ddp::nccl::classify(ncclInvalidArgument), FailureKind::kConfig);
-  EXPECT_EQ(ddp::nccl::classify(ncclInvalidUsage), FailureKind::kConfig);
-  EXPECT_EQ(ddp::nccl::classify(ncclUnhandledCudaError), FailureKind::kInternal);
-  EXPECT_EQ(ddp::nccl::classify(ncclInternalError), FailureKind::kInternal);
+  EXPECT_EQ(ddp::nccl_backend::classify(ncclRemoteError), FailureKind::kPeer);
+  EXPECT_EQ(ddp::nccl_backend::classify(ncclSystemError), FailureKind::kPeer);
+  EXPECT_EQ(ddp::nccl_backend::classify(ncclInvalidArgument), FailureKind::kConfig);
+  EXPECT_EQ(ddp::nccl_backend::classify(ncclInvalidUsage), FailureKind::kConfig);
+  EXPECT_EQ(ddp::nccl_backend::classify(ncclUnhandledCudaError), FailureKind::kInternal);
+  EXPECT_EQ(ddp::nccl_backend::classify(ncclInternalError), FailureKind::kInternal);
 }
 
 TEST(NcclErrors, CheckNcclThrowsTheMappedTypeWithNcclsText) {
   try {
-    ddp::nccl::check_nccl(ncclRemoteError, nullptr, "NCCL allreduce #3", 2);
+    ddp::nccl_backend::check_nccl(ncclRemoteError, nullptr, "NCCL allreduce #3", 2);
     FAIL();
   } catch (const ddp::PeerError& e) {
     EXPECT_EQ(e.rank(), 2);
@@ -31,21 +31,21 @@ TEST(NcclErrors, CheckNcclThrowsTheMappedTypeWithNcclsText) {
     EXPECT_NE(m.find("NCCL allreduce #3: "), std::string::npos) << m;
     EXPECT_NE(m.find(ncclGetErrorString(ncclRemoteError)), std::string::npos) << m;
   }
-  EXPECT_THROW(ddp::nccl::check_nccl(ncclInvalidUsage, nullptr, "x", 0), ddp::ConfigError);
+  EXPECT_THROW(ddp::nccl_backend::check_nccl(ncclInvalidUsage, nullptr, "x", 0), ddp::ConfigError);
   try {
-    ddp::nccl::check_nccl(ncclInternalError, nullptr, "x", 0);
+    ddp::nccl_backend::check_nccl(ncclInternalError, nullptr, "x", 0);
     FAIL();
   } catch (const ddp::Error& e) {
     EXPECT_EQ(e.exit_code(), ddp::kExitInternal);
   }
-  EXPECT_NO_THROW(ddp::nccl::check_nccl(ncclSuccess, nullptr, "x", 0));
-  EXPECT_NO_THROW(ddp::nccl::check_nccl(ncclInProgress, nullptr, "x", 0));
+  EXPECT_NO_THROW(ddp::nccl_backend::check_nccl(ncclSuccess, nullptr, "x", 0));
+  EXPECT_NO_THROW(ddp::nccl_backend::check_nccl(ncclInProgress, nullptr, "x", 0));
 }
 
 TEST(NcclErrors, TimeoutsAreTimeoutErrors) {
-  EXPECT_THROW(ddp::nccl::throw_error(FailureKind::kTimeout, "late", 0), ddp::TimeoutError);
+  EXPECT_THROW(ddp::nccl_backend::throw_error(FailureKind::kTimeout, "late", 0), ddp::TimeoutError);
   try {
-    ddp::nccl::throw_error(FailureKind::kTimeout, "late", 0);
+    ddp::nccl_backend::throw_error(FailureKind::kTimeout, "late", 0);
   } catch (const ddp::Error& e) {
     EXPECT_EQ(e.exit_code(), ddp::kExitTimeout);
   }
@@ -53,7 +53,7 @@ TEST(NcclErrors, TimeoutsAreTimeoutErrors) {
 
 TEST(NcclErrors, CudaFailuresNameTheCallAndCudasError) {
   try {
-    ddp::nccl::check_cuda(cudaErrorInvalidDevice, "cudaSetDevice(9)");
+    ddp::nccl_backend::check_cuda(cudaErrorInvalidDevice, "cudaSetDevice(9)");
     FAIL();
   } catch (const ddp::Error& e) {
     std::string m = e.what();
@@ -62,19 +62,19 @@ TEST(NcclErrors, CudaFailuresNameTheCallAndCudasError) {
 }
 
 TEST(NcclTypes, ReductionsTakeTheSixGlooDtypes) {
-  EXPECT_EQ(*ddp::nccl::reduction_type(c10::ScalarType::Float), ncclFloat32);
-  EXPECT_EQ(*ddp::nccl::reduction_type(c10::ScalarType::Double), ncclFloat64);
-  EXPECT_EQ(*ddp::nccl::reduction_type(c10::ScalarType::Half), ncclFloat16);
-  EXPECT_EQ(*ddp::nccl::reduction_type(c10::ScalarType::BFloat16), ncclBfloat16);
-  EXPECT_EQ(*ddp::nccl::reduction_type(c10::ScalarType::Int), ncclInt32);
-  EXPECT_EQ(*ddp::nccl::reduction_type(c10::ScalarType::Long), ncclInt64);
-  EXPECT_FALSE(ddp::nccl::reduction_type(c10::ScalarType::Byte));
-  EXPECT_FALSE(ddp::nccl::reduction_type(c10::ScalarType::Bool));
-  EXPECT_EQ(ddp::nccl::reduction_op(ddp::ReduceOp::kAvg), ncclAvg);
-  EXPECT_EQ(ddp::nccl::reduction_op(ddp::ReduceOp::kMin), ncclMin);
-  EXPECT_EQ(ddp::nccl::reduction_op(ddp::ReduceOp::kMax), ncclMax);
-  EXPECT_EQ(ddp::nccl::reduction_op(ddp::ReduceOp::kSum), ncclSum);
-  EXPECT_STREQ(ddp::nccl::reduction_name(ddp::ReduceOp::kAvg), "avg");
+  EXPECT_EQ(*ddp::nccl_backend::reduction_type(c10::ScalarType::Float), ncclFloat32);
+  EXPECT_EQ(*ddp::nccl_backend::reduction_type(c10::ScalarType::Double), ncclFloat64);
+  EXPECT_EQ(*ddp::nccl_backend::reduction_type(c10::ScalarType::Half), ncclFloat16);
+  EXPECT_EQ(*ddp::nccl_backend::reduction_type(c10::ScalarType::BFloat16), ncclBfloat16);
+  EXPECT_EQ(*ddp::nccl_backend::reduction_type(c10::ScalarType::Int), ncclInt32);
+  EXPECT_EQ(*ddp::nccl_backend::reduction_type(c10::ScalarType::Long), ncclInt64);
+  EXPECT_FALSE(ddp::nccl_backend::reduction_type(c10::ScalarType::Byte));
+  EXPECT_FALSE(ddp::nccl_backend::reduction_type(c10::ScalarType::Bool));
+  EXPECT_EQ(ddp::nccl_backend::reduction_op(ddp::ReduceOp::kAvg), ncclAvg);
+  EXPECT_EQ(ddp::nccl_backend::reduction_op(ddp::ReduceOp::kMin), ncclMin);
+  EXPECT_EQ(ddp::nccl_backend::reduction_op(ddp::ReduceOp::kMax), ncclMax);
+  EXPECT_EQ(ddp::nccl_backend::reduction_op(ddp::ReduceOp::kSum), ncclSum);
+  EXPECT_STREQ(ddp::nccl_backend::reduction_name(ddp::ReduceOp::kAvg), "avg");
 }
 
 }  // namespace

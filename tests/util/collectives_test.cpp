@@ -42,10 +42,7 @@ int fail(const std::string& what) {
 }  // namespace
 
 DDP_TEST_WORKER(util_collectives) {
-  ddp::InitOptions init;
-  init.backend = "gloo";
-  init.device = c10::Device(c10::kCPU);
-  auto pg = ddp::init_process_group(init);
+  auto pg = ddp::init_process_group(ddp::InitOptions().backend("gloo").device(c10::Device(c10::kCPU)));
   const int me = pg->rank(), world = pg->size();
   for (auto dtype : {at::kFloat, at::kLong, at::kByte}) {
     at::Tensor all = ddp::util::allgather_rows(*pg, rows_for(me, dtype));

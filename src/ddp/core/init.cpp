@@ -45,14 +45,14 @@ std::shared_ptr<Store> connect_store(const WorldInfo& world, std::chrono::millis
 }  // namespace
 
 std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
-  const std::string& requested = options.backend;
+  const std::string& requested = options.backend();
   if (requested != "auto" && requested != "gloo" && requested != "nccl")
     throw ConfigError("init_process_group: unknown backend '" + requested + "' (expected auto, gloo or nccl)");
-  if (options.timeout.count() < 0)
+  if (options.timeout().count() < 0)
     throw ConfigError("init_process_group: timeout must not be negative (got " +
-                      std::to_string(options.timeout.count()) + " ms)");
+                      std::to_string(options.timeout().count()) + " ms)");
 
-  WorldInfo world = options.world ? *options.world : WorldInfo::from_env();
+  WorldInfo world = options.world() ? *options.world() : WorldInfo::from_env();
   set_log_rank(world.rank);
   {
     // default_device() reads LOCAL_RANK from here.
@@ -64,7 +64,7 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
   std::string backend = requested;
   std::string why;
   // Only auto and nccl need to know the device (default_device() may refuse a bad GPU mapping).
-  c10::Device device = options.device ? *options.device
+  c10::Device device = options.device() ? *options.device()
                        : backend == "gloo" ? c10::Device(c10::kCPU) : default_device();
   if (backend == "auto") {
     if (device.is_cuda() && nccl_available()) {
@@ -77,7 +77,7 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
         DDP_LOG(WARN) << "default device is " << device.str() << " but " << nccl_unavailable_reason()
                       << "; using gloo, which only handles CPU tensors";
       } else {
-        std::string reason = options.device ? "device " + device.str() : cpu_fallback_reason();
+        std::string reason = options.device() ? "device " + device.str() : cpu_fallback_reason();
         why = " (auto: " + (reason.empty() ? std::string("CPU") : reason) + ")";
       }
     }
@@ -88,18 +88,16 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
     throw ConfigError("backend 'nccl' requested, but " + nccl_unavailable_reason() + "; use --backend gloo");
 
   // 0: the backend's own default (GlooOptions: 30 min, NcclOptions: 10 min).
-  auto timeout = options.timeout.count() > 0 ? options.timeout
-                                             : (backend == "nccl" ? NcclOptions().timeout : GlooOptions().timeout);
-  auto store = connect_store(world, timeout, options.store_connect_timeout);
+  auto timeout = options.timeout().count() > 0 ? options.timeout()
+                                               : (backend == "nccl" ? NcclOptions().timeout() : GlooOptions().timeout());
+  auto store = connect_store(world, timeout, options.store_connect_timeout());
 
   std::shared_ptr<ProcessGroup> pg;
   if (backend == "gloo") {
-    GlooOptions o;
-    o.timeout = timeout;
-    pg = make_gloo_process_group(store, world.rank, world.world_size, o);
+    pg = make_gloo_process_group(store, world.rank, world.world_size, GlooOptions().timeout(timeout));
   } else {
     NcclOptions o;
-    o.timeout = timeout;
+    o.timeout(timeout).restart_count(world.restart_count);
     // The device this rank trains on (default_device() maps LOCAL_RANK to a visible device, and
     // picks device 0 when a launcher gave each rank exactly one).
     int device_index = world.local_rank;

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "ddp/core/restart_count.h"
 #include "util/env.h"
 #include "util/numbers.h"
 
@@ -54,8 +55,7 @@ WorldInfo from_torchrun(const EnvMap& env) {
   w.group_rank = gr ? static_cast<int>(parse_int("GROUP_RANK", *gr, 0, kMaxRanks)) : 0;
   w.master_addr = require_nonempty(env, "MASTER_ADDR", why);
   w.master_port = parse_port("MASTER_PORT", require_nonempty(env, "MASTER_PORT", why));
-  if (auto v = env_get(env, "TORCHELASTIC_RESTART_COUNT"))
-    w.restart_count = static_cast<int>(parse_int("TORCHELASTIC_RESTART_COUNT", *v, 0, 1 << 30));
+  w.restart_count = detail::restart_count_from_env(env);
   if (auto v = env_get(env, "TORCHELASTIC_MAX_RESTARTS"))
     w.max_restarts = static_cast<int>(parse_int("TORCHELASTIC_MAX_RESTARTS", *v, 0, 1 << 30));
   if (auto v = env_get(env, "TORCHELASTIC_RUN_ID")) w.run_id = *v;

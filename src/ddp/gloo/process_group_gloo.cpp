@@ -159,26 +159,26 @@ class ProcessGroupGloo final : public ProcessGroup {
 };
 
 ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int size, const GlooOptions& options)
-    : ProcessGroup(rank, size, options.timeout),
+    : ProcessGroup(rank, size, options.timeout()),
       store_(store),
-      direct_allreduce_max_bytes_(options.direct_allreduce_max_bytes) {
+      direct_allreduce_max_bytes_(options.direct_allreduce_max_bytes()) {
   if (!store) throw ConfigError("make_gloo_process_group: store is null");
   if (size < 1 || rank < 0 || rank >= size)
     throw ConfigError("make_gloo_process_group: rank " + std::to_string(rank) + " is not in [0, " +
                       std::to_string(size) + ")");
-  if (options.timeout.count() <= 0)
+  if (options.timeout().count() <= 0)
     throw ConfigError("make_gloo_process_group: timeout must be positive (got " +
-                      std::to_string(options.timeout.count()) + " ms)");
+                      std::to_string(options.timeout().count()) + " ms)");
 
   // Every thread started from here on (Gloo's I/O loop, the monitor, our operation threads)
   // inherits a mask with SIGPIPE blocked.
   ScopedSigpipeBlock sigpipe_blocked;
-  TcpDeviceChoice choice = choose_tcp_device(options.hostname);
+  TcpDeviceChoice choice = choose_tcp_device(options.hostname());
   auto device = make_tcp_device(choice);
   const std::string prefix = "gloo/" + std::to_string(g_group_counter.fetch_add(1));
-  GlooStoreAdapter adapter(store, prefix, options.timeout);
+  GlooStoreAdapter adapter(store, prefix, options.timeout());
   auto context = std::make_shared<::gloo::rendezvous::Context>(rank, size);
-  context->setTimeout(options.timeout);
+  context->setTimeout(options.timeout());
   const std::string what = "gloo rendezvous (rank " + std::to_string(rank) + " of " + std::to_string(size) +
                            ", store keys under '" + prefix + "/', bound to " + device->str() + " from " +
                            choice.reason + ")";
@@ -189,7 +189,7 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
   } catch (const ddp::Error&) {
     throw;
   } catch (const std::exception& e) {
-    FailureContext ctx{what, rank, size, options.timeout.count(), -1};
+    FailureContext ctx{what, rank, size, options.timeout().count(), -1};
     std::rethrow_exception(translate_failure(std::current_exception(), ctx, peers_));
   }
   context_ = context;
@@ -201,7 +201,7 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
   monitor_ = std::make_unique<PeerMonitor>(context_, kMonitorInterval);
   queue_ = std::make_unique<OpQueue>();
   DDP_LOG(INFO) << "gloo process group ready: rank " << rank << " of " << size << ", bound to " << device->str()
-                << " (" << choice.reason << "), timeout " << options.timeout.count() << " ms";
+                << " (" << choice.reason << "), timeout " << options.timeout().count() << " ms";
 }
 
 ProcessGroupGloo::~ProcessGroupGloo() {

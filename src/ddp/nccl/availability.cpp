@@ -13,7 +13,7 @@
 namespace ddp {
 
 std::string nccl_unavailable_reason() {
-  if (!nccl::cuda_guard_registered())
+  if (!nccl_backend::cuda_guard_registered())
     return std::string("LibTorch has no CUDA (LibTorch ") + TORCH_VERSION +
            " in this process is a CPU build: no CUDA device type registered)";
   int count = 0;

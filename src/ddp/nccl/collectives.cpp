@@ -1,6 +1,6 @@
 // The collectives: argument checks (ConfigError naming the op and the tensor), then the NCCL calls
 // that launch() wraps in ncclGroupStart/End.
-#include "ddp/nccl/group.h"
+#include "ddp/nccl/process_group_nccl.h"
 #include "ddp/nccl/types.h"
 
 #include <ddp/errors.h>
@@ -9,7 +9,7 @@
 
 #include <cstdio>
 
-namespace ddp::nccl {
+namespace ddp::nccl_backend {
 namespace {
 
 std::string describe_bytes(size_t bytes) {
@@ -38,7 +38,7 @@ bool back_to_back(const std::vector<at::Tensor>& tensors) {
 
 }  // namespace
 
-void NcclProcessGroup::check_tensor(const std::string& op, const at::Tensor& t, size_t index, bool reduction) const {
+void ProcessGroupNccl::check_tensor(const std::string& op, const at::Tensor& t, size_t index, bool reduction) const {
   const std::string which = "nccl " + op + ": tensor " + std::to_string(index);
   if (!t.defined()) throw ConfigError(which + " is undefined");
   if (!t.is_cuda() || t.get_device() != device_)
@@ -52,7 +52,7 @@ void NcclProcessGroup::check_tensor(const std::string& op, const at::Tensor& t, 
                       "; reductions take float32, float64, float16, bfloat16, int32 and int64");
 }
 
-WorkPtr NcclProcessGroup::allreduce(std::vector<at::Tensor>& tensors, const AllreduceOptions& opts) {
+WorkPtr ProcessGroupNccl::allreduce(std::vector<at::Tensor>& tensors, const AllreduceOptions& opts) {
   for (size_t i = 0; i < tensors.size(); ++i) check_tensor("allreduce", tensors[i], i, /*reduction=*/true);
   const ncclRedOp_t op = reduction_op(opts.op());
   Launch l{"allreduce",
@@ -70,7 +70,7 @@ WorkPtr NcclProcessGroup::allreduce(std::vector<at::Tensor>& tensors, const Allr
   });
 }
 
-WorkPtr NcclProcessGroup::broadcast(std::vector<at::Tensor>& tensors, const BroadcastOptions& opts) {
+WorkPtr ProcessGroupNccl::broadcast(std::vector<at::Tensor>& tensors, const BroadcastOptions& opts) {
   const int root = opts.root();
   if (root < 0 || root >= size_)
     throw ConfigError("nccl broadcast: root " + std::to_string(root) + " is not a rank of this group (size " +
@@ -91,7 +91,7 @@ WorkPtr NcclProcessGroup::broadcast(std::vector<at::Tensor>& tensors, const Broa
   });
 }
 
-WorkPtr NcclProcessGroup::allgather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
+WorkPtr ProcessGroupNccl::allgather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
                                     const CollectiveOptions& opts) {
   check_tensor("allgather", input, 0, /*reduction=*/false);
   if (outputs.size() != static_cast<size_t>(size_))
@@ -123,7 +123,7 @@ WorkPtr NcclProcessGroup::allgather(std::vector<at::Tensor>& outputs, const at::
   });
 }
 
-WorkPtr NcclProcessGroup::reduce_scatter(at::Tensor& output, std::vector<at::Tensor>& inputs,
+WorkPtr ProcessGroupNccl::reduce_scatter(at::Tensor& output, std::vector<at::Tensor>& inputs,
                                          const ReduceScatterOptions& opts) {
   check_tensor("reduce_scatter (output)", output, 0, /*reduction=*/true);
   if (inputs.size() != static_cast<size_t>(size_))
@@ -158,7 +158,7 @@ WorkPtr NcclProcessGroup::reduce_scatter(at::Tensor& output, std::vector<at::Ten
   });
 }
 
-WorkPtr NcclProcessGroup::barrier(const CollectiveOptions& opts) {
+WorkPtr ProcessGroupNccl::barrier(const CollectiveOptions& opts) {
   Launch l{"barrier", "1-element allreduce", op_timeout(opts.timeout()), {}, /*cpu_blocking_wait=*/true};
   void* buffer = barrier_buffer_;
   return launch(std::move(l), [buffer](ncclComm_t comm, cudaStream_t stream) {
@@ -166,4 +166,4 @@ WorkPtr NcclProcessGroup::barrier(const CollectiveOptions& opts) {
   });
 }
 
-}  // namespace ddp::nccl
+}  // namespace ddp::nccl_backend

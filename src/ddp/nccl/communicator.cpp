@@ -8,7 +8,7 @@
 
 #include <thread>
 
-namespace ddp::nccl {
+namespace ddp::nccl_backend {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -139,4 +139,4 @@ void Communicator::abort_locked() {
   comm_ = nullptr;
 }
 
-}  // namespace ddp::nccl
+}  // namespace ddp::nccl_backend

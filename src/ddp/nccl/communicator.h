@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-namespace ddp::nccl {
+namespace ddp::nccl_backend {
 
 class Communicator {
  public:
@@ -61,4 +61,4 @@ class Communicator {
   int rank_, size_, device_;
 };
 
-}  // namespace ddp::nccl
+}  // namespace ddp::nccl_backend

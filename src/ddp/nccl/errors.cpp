@@ -2,7 +2,7 @@
 
 #include <ddp/errors.h>
 
-namespace ddp::nccl {
+namespace ddp::nccl_backend {
 
 std::string nccl_error_text(ncclResult_t result, ncclComm_t comm) {
   std::string text = ncclGetErrorString(result);
@@ -50,4 +50,4 @@ void check_cuda(cudaError_t err, const std::string& what) {
   throw Error(what + ": " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err), kExitInternal);
 }
 
-}  // namespace ddp::nccl
+}  // namespace ddp::nccl_backend

@@ -13,7 +13,7 @@
 #error "ddp's NCCL process group needs NCCL >= 2.14 (configure with -DDDP_WITH_NCCL=OFF to build without it)"
 #endif
 
-namespace ddp::nccl {
+namespace ddp::nccl_backend {
 
 /// How a failure is classified; decides the exception type (and so the exit code).
 enum class FailureKind {
@@ -36,4 +36,4 @@ void check_nccl(ncclResult_t result, ncclComm_t comm, const std::string& what, i
 /// Throws ddp::Error (internal) when `err` is a failure: "<what>: cudaErrorX: text".
 void check_cuda(cudaError_t err, const std::string& what);
 
-}  // namespace ddp::nccl
+}  // namespace ddp::nccl_backend

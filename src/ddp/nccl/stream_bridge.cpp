@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <mutex>
 
-namespace ddp::nccl {
+namespace ddp::nccl_backend {
 namespace {
 
 constexpr int kMaxDevices = 64;
@@ -88,4 +88,4 @@ void StreamBridge::record_on_ours(const at::Tensor& tensor) const {
 #endif
 }
 
-}  // namespace ddp::nccl
+}  // namespace ddp::nccl_backend

@@ -15,7 +15,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <cuda_runtime_api.h>
 
-namespace ddp::nccl {
+namespace ddp::nccl_backend {
 
 /// The process-wide stream NCCL work runs on for `device` (created once, never destroyed: the
 /// caching allocator may record events on it until the process ends, as on PyTorch's pool streams).
@@ -66,4 +66,4 @@ class StreamBridge {
 /// True when LibTorch registered a CUDA device-guard implementation (a CUDA build of LibTorch).
 bool cuda_guard_registered();
 
-}  // namespace ddp::nccl
+}  // namespace ddp::nccl_backend

@@ -1,6 +1,6 @@
 #include "ddp/nccl/types.h"
 
-namespace ddp::nccl {
+namespace ddp::nccl_backend {
 
 std::optional<ncclDataType_t> reduction_type(c10::ScalarType type) {
   switch (type) {
@@ -34,4 +34,4 @@ const char* reduction_name(ReduceOp op) {
   return "?";
 }
 
-}  // namespace ddp::nccl
+}  // namespace ddp::nccl_backend

@@ -8,7 +8,7 @@
 
 #include <optional>
 
-namespace ddp::nccl {
+namespace ddp::nccl_backend {
 
 /// The NCCL type for a reduction over `type`; nullopt for dtypes reductions do not take.
 std::optional<ncclDataType_t> reduction_type(c10::ScalarType type);
@@ -16,4 +16,4 @@ ncclRedOp_t reduction_op(ReduceOp op);
 /// "sum", "avg", "min", "max" (for messages; kept here so the NCCL files stand alone).
 const char* reduction_name(ReduceOp op);
 
-}  // namespace ddp::nccl
+}  // namespace ddp::nccl_backend

@@ -2,11 +2,11 @@
 // error, and aborts the communicator when an op exceeds its timeout or NCCL reports a failure (the
 // only way to unblock kernels waiting for a dead peer). Ops stay listed until their event fires, so
 // their tensors are released only when the GPU is done with them.
-#include "ddp/nccl/group.h"
+#include "ddp/nccl/process_group_nccl.h"
 
 #include <ddp/logging.h>
 
-namespace ddp::nccl {
+namespace ddp::nccl_backend {
 namespace {
 
 constexpr auto kBusyPoll = std::chrono::milliseconds(10);
@@ -14,7 +14,7 @@ constexpr auto kIdlePoll = std::chrono::seconds(1);
 
 }  // namespace
 
-void NcclProcessGroup::watchdog_loop() {
+void ProcessGroupNccl::watchdog_loop() {
   // Events and the device belong to the group's device; set it once for this thread.
   if (cudaSetDevice(device_) != cudaSuccess) cudaGetLastError();
   while (true) {
@@ -29,7 +29,7 @@ void NcclProcessGroup::watchdog_loop() {
   }
 }
 
-void NcclProcessGroup::watch_once() {
+void ProcessGroupNccl::watch_once() {
   std::deque<std::shared_ptr<OpState>> snapshot;
   {
     std::lock_guard<std::mutex> lk(pending_mutex_);
@@ -64,4 +64,4 @@ void NcclProcessGroup::watch_once() {
   // Ops finish in order on one stream; anything finished behind an unfinished one goes later.
 }
 
-}  // namespace ddp::nccl
+}  // namespace ddp::nccl_backend

@@ -6,7 +6,7 @@
 
 #include <thread>
 
-namespace ddp::nccl {
+namespace ddp::nccl_backend {
 
 using Clock = std::chrono::steady_clock;
 
@@ -90,4 +90,4 @@ void NcclWork::wait(std::chrono::milliseconds timeout) {
   bridge_->caller_wait_for(op_->done_event());
 }
 
-}  // namespace ddp::nccl
+}  // namespace ddp::nccl_backend

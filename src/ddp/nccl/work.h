@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace ddp::nccl {
+namespace ddp::nccl_backend {
 
 class StreamBridge;
 
@@ -75,4 +75,4 @@ class NcclWork : public Work {
   bool blocking_;
 };
 
-}  // namespace ddp::nccl
+}  // namespace ddp::nccl_backend

@@ -8,9 +8,7 @@
 
 int main() {
   try {
-    ddp::InitOptions options;
-    options.backend = "gloo";
-    auto pg = ddp::init_process_group(options);
+    auto pg = ddp::init_process_group(ddp::InitOptions().backend("gloo"));
 
     torch::nn::Linear net(4, 2);
     ddp::DistributedDataParallel model(net, pg);

@@ -1,6 +1,6 @@
 // The NCCL entry points when ddp is built without NCCL (DDP_WITH_NCCL=OFF or no CUDA toolkit found):
-// they report why instead of failing to link. The real ones live in src/ddp/nccl/.
-#ifndef DDP_HAVE_NCCL
+// they report why instead of failing to link. The real ones live in availability.cpp
+// and process_group_nccl.cpp next to this file; src/CMakeLists.txt compiles one set or the other.
 #include <ddp/errors.h>
 #include <ddp/process_group_nccl.h>
 
@@ -19,4 +19,3 @@ std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store>, in
 }
 
 }  // namespace ddp
-#endif

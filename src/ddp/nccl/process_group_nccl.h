@@ -1,5 +1,5 @@
 #pragma once
-// The NCCL ProcessGroup: lifecycle and the launch path (group.cpp), the collectives' argument checks
+// The NCCL ProcessGroup: lifecycle and the launch path (process_group_nccl.cpp), the collectives' argument checks
 // and NCCL calls (collectives.cpp), the watchdog (watchdog.cpp).
 
 #include "ddp/nccl/communicator.h"
@@ -14,12 +14,12 @@
 #include <functional>
 #include <thread>
 
-namespace ddp::nccl {
+namespace ddp::nccl_backend {
 
-class NcclProcessGroup final : public ProcessGroup {
+class ProcessGroupNccl final : public ProcessGroup {
  public:
-  NcclProcessGroup(const std::shared_ptr<Store>& store, int rank, int size, int device, NcclOptions options);
-  ~NcclProcessGroup() override;
+  ProcessGroupNccl(const std::shared_ptr<Store>& store, int rank, int size, int device, NcclOptions options);
+  ~ProcessGroupNccl() override;
 
   std::string backend_name() const override { return "nccl"; }
   c10::Device device() const override { return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(device_)); }
@@ -75,4 +75,4 @@ class NcclProcessGroup final : public ProcessGroup {
   std::thread watchdog_;
 };
 
-}  // namespace ddp::nccl
+}  // namespace ddp::nccl_backend

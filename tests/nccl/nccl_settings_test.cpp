@@ -1,4 +1,4 @@
-// The NCCL group's environment switches under our names and c10d's (src/ddp/core/nccl_settings.h):
+// The NCCL group's environment switches under our names and c10d's (src/ddp/nccl/settings.h):
 // pure functions, tested with or without NCCL.
 #include <ddp/errors.h>
 #include <ddp/logging.h>
@@ -6,11 +6,11 @@
 
 #include <string>
 
-#include "ddp/core/nccl_settings.h"
+#include "ddp/nccl/settings.h"
 
 using Env = ddp::util::EnvMap;
-using ddp::detail::nccl_blocking_wait_from_env;
-using ddp::detail::nccl_record_streams_from_env;
+using ddp::nccl_backend::blocking_wait_from_env;
+using ddp::nccl_backend::record_streams_from_env;
 
 namespace {
 
@@ -25,8 +25,8 @@ std::string stderr_of(F&& resolve) {
 
 void expect_config_error(const Env& env, const std::string& fragment) {
   try {
-    nccl_blocking_wait_from_env(env);
-    nccl_record_streams_from_env(env);
+    blocking_wait_from_env(env);
+    record_streams_from_env(env);
     FAIL() << "expected a ConfigError naming " << fragment;
   } catch (const ddp::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
@@ -36,31 +36,31 @@ void expect_config_error(const Env& env, const std::string& fragment) {
 }  // namespace
 
 TEST(NcclSettings, NothingSetLeavesTheDefaults) {
-  EXPECT_FALSE(nccl_blocking_wait_from_env({}).has_value());
-  EXPECT_TRUE(nccl_record_streams_from_env({}));
+  EXPECT_FALSE(blocking_wait_from_env({}).has_value());
+  EXPECT_TRUE(record_streams_from_env({}));
   // An empty value counts as unset, as everywhere in the environment contract.
-  EXPECT_FALSE(nccl_blocking_wait_from_env({{"TORCH_NCCL_BLOCKING_WAIT", ""}}).has_value());
+  EXPECT_FALSE(blocking_wait_from_env({{"TORCH_NCCL_BLOCKING_WAIT", ""}}).has_value());
 }
 
 TEST(NcclSettings, BlockingWaitUnderEveryName) {
   for (const char* name : {"DDP_NCCL_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT", "NCCL_BLOCKING_WAIT"}) {
-    EXPECT_EQ(nccl_blocking_wait_from_env({{name, "1"}}), std::optional<bool>(true)) << name;
-    EXPECT_EQ(nccl_blocking_wait_from_env({{name, "0"}}), std::optional<bool>(false)) << name;
-    EXPECT_EQ(nccl_blocking_wait_from_env({{name, "true"}}), std::optional<bool>(true)) << name;
+    EXPECT_EQ(blocking_wait_from_env({{name, "1"}}), std::optional<bool>(true)) << name;
+    EXPECT_EQ(blocking_wait_from_env({{name, "0"}}), std::optional<bool>(false)) << name;
+    EXPECT_EQ(blocking_wait_from_env({{name, "true"}}), std::optional<bool>(true)) << name;
   }
 }
 
 TEST(NcclSettings, AvoidRecordStreamsIsTheInverseOfRecordStreams) {
-  EXPECT_FALSE(nccl_record_streams_from_env({{"TORCH_NCCL_AVOID_RECORD_STREAMS", "1"}}));
-  EXPECT_TRUE(nccl_record_streams_from_env({{"TORCH_NCCL_AVOID_RECORD_STREAMS", "0"}}));
-  EXPECT_FALSE(nccl_record_streams_from_env({{"DDP_NCCL_RECORD_STREAMS", "0"}}));
-  EXPECT_TRUE(nccl_record_streams_from_env({{"DDP_NCCL_RECORD_STREAMS", "1"}}));
+  EXPECT_FALSE(record_streams_from_env({{"TORCH_NCCL_AVOID_RECORD_STREAMS", "1"}}));
+  EXPECT_TRUE(record_streams_from_env({{"TORCH_NCCL_AVOID_RECORD_STREAMS", "0"}}));
+  EXPECT_FALSE(record_streams_from_env({{"DDP_NCCL_RECORD_STREAMS", "0"}}));
+  EXPECT_TRUE(record_streams_from_env({{"DDP_NCCL_RECORD_STREAMS", "1"}}));
 }
 
 TEST(NcclSettings, OursWinsAndADisagreementIsAWarningNamingBoth) {
   std::optional<bool> blocking;
   std::string log = stderr_of([&] {
-    blocking = nccl_blocking_wait_from_env({{"DDP_NCCL_BLOCKING_WAIT", "0"}, {"TORCH_NCCL_BLOCKING_WAIT", "1"}});
+    blocking = blocking_wait_from_env({{"DDP_NCCL_BLOCKING_WAIT", "0"}, {"TORCH_NCCL_BLOCKING_WAIT", "1"}});
   });
   EXPECT_EQ(blocking, std::optional<bool>(false));
   EXPECT_NE(log.find("WARN"), std::string::npos) << log;
@@ -69,7 +69,7 @@ TEST(NcclSettings, OursWinsAndADisagreementIsAWarningNamingBoth) {
 
   bool record = false;
   log = stderr_of([&] {
-    record = nccl_record_streams_from_env({{"DDP_NCCL_RECORD_STREAMS", "1"}, {"TORCH_NCCL_AVOID_RECORD_STREAMS", "1"}});
+    record = record_streams_from_env({{"DDP_NCCL_RECORD_STREAMS", "1"}, {"TORCH_NCCL_AVOID_RECORD_STREAMS", "1"}});
   });
   EXPECT_TRUE(record);
   EXPECT_NE(log.find("DDP_NCCL_RECORD_STREAMS=1"), std::string::npos) << log;
@@ -79,7 +79,7 @@ TEST(NcclSettings, OursWinsAndADisagreementIsAWarningNamingBoth) {
 TEST(NcclSettings, TorchNameWinsOverTheOlderOne) {
   std::optional<bool> blocking;
   std::string log = stderr_of([&] {
-    blocking = nccl_blocking_wait_from_env({{"TORCH_NCCL_BLOCKING_WAIT", "1"}, {"NCCL_BLOCKING_WAIT", "0"}});
+    blocking = blocking_wait_from_env({{"TORCH_NCCL_BLOCKING_WAIT", "1"}, {"NCCL_BLOCKING_WAIT", "0"}});
   });
   EXPECT_EQ(blocking, std::optional<bool>(true));
   EXPECT_NE(log.find("NCCL_BLOCKING_WAIT=0"), std::string::npos) << log;
@@ -87,9 +87,9 @@ TEST(NcclSettings, TorchNameWinsOverTheOlderOne) {
 
 TEST(NcclSettings, AgreeingNamesAreQuiet) {
   EXPECT_EQ(stderr_of([] {
-              nccl_blocking_wait_from_env({{"DDP_NCCL_BLOCKING_WAIT", "1"}, {"TORCH_NCCL_BLOCKING_WAIT", "true"}});
+              blocking_wait_from_env({{"DDP_NCCL_BLOCKING_WAIT", "1"}, {"TORCH_NCCL_BLOCKING_WAIT", "true"}});
               // Opposite spellings, same meaning: record streams off.
-              nccl_record_streams_from_env({{"DDP_NCCL_RECORD_STREAMS", "0"}, {"TORCH_NCCL_AVOID_RECORD_STREAMS", "1"}});
+              record_streams_from_env({{"DDP_NCCL_RECORD_STREAMS", "0"}, {"TORCH_NCCL_AVOID_RECORD_STREAMS", "1"}});
             }),
             "");
 }

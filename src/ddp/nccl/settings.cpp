@@ -1,11 +1,11 @@
-#include "ddp/core/nccl_settings.h"
+#include "ddp/nccl/settings.h"
 
 #include <ddp/logging.h>
 
 #include <string>
 #include <vector>
 
-namespace ddp::detail {
+namespace ddp::nccl_backend {
 namespace {
 
 /// One name for a setting; `inverted` when the variable says the opposite (AVOID_RECORD_STREAMS).
@@ -36,13 +36,13 @@ std::optional<bool> resolve(const util::EnvMap& env, const std::vector<Spelling>
 
 }  // namespace
 
-std::optional<bool> nccl_blocking_wait_from_env(const util::EnvMap& env) {
+std::optional<bool> blocking_wait_from_env(const util::EnvMap& env) {
   return resolve(env, {{"DDP_NCCL_BLOCKING_WAIT", false}, {"TORCH_NCCL_BLOCKING_WAIT", false},
                        {"NCCL_BLOCKING_WAIT", false}});
 }
 
-bool nccl_record_streams_from_env(const util::EnvMap& env) {
+bool record_streams_from_env(const util::EnvMap& env) {
   return resolve(env, {{"DDP_NCCL_RECORD_STREAMS", false}, {"TORCH_NCCL_AVOID_RECORD_STREAMS", true}}).value_or(true);
 }
 
-}  // namespace ddp::detail
+}  // namespace ddp::nccl_backend

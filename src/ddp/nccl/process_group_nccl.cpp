@@ -1,16 +1,16 @@
-#include "ddp/nccl/group.h"
+#include "ddp/nccl/process_group_nccl.h"
 
 #include <ddp/errors.h>
 #include <ddp/logging.h>
 
-#include "ddp/core/nccl_settings.h"
+#include "ddp/core/restart_count.h"
+#include "ddp/nccl/settings.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 
 namespace ddp {
-namespace nccl {
+namespace nccl_backend {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -20,10 +20,9 @@ std::atomic<int> g_groups_created{0};
 /// Rank 0 creates the id and publishes it; everyone reads it back (the store blocks until it exists).
 /// The key carries the launcher's restart count: a store that outlives a restart (ddprun's, the
 /// TorchElastic agent's) must not hand a restarted rank the previous attempt's id.
-ncclUniqueId exchange_unique_id(Store& store, int rank, int group_index) {
-  const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
-  const std::string key = "nccl/" + std::string(restart && *restart ? restart : "0") + "/" +
-                          std::to_string(group_index) + "/unique_id";
+ncclUniqueId exchange_unique_id(Store& store, int rank, int restart_count, int group_index) {
+  const std::string key =
+      "nccl/" + std::to_string(restart_count) + "/" + std::to_string(group_index) + "/unique_id";
   ncclUniqueId id;
   if (rank == 0) {
     check_nccl(ncclGetUniqueId(&id), nullptr, "ncclGetUniqueId", rank);
@@ -48,27 +47,27 @@ FailureKind kind_of(const std::exception& e) {
 
 }  // namespace
 
-NcclProcessGroup::NcclProcessGroup(const std::shared_ptr<Store>& store, int rank, int size, int device,
+ProcessGroupNccl::ProcessGroupNccl(const std::shared_ptr<Store>& store, int rank, int size, int device,
                                    NcclOptions options)
-    : ProcessGroup(rank, size, options.timeout), device_(device), options_(options) {
+    : ProcessGroup(rank, size, options.timeout()), device_(device), options_(options) {
   // Read before anything is created, so a bad value fails fast.
-  const bool record_streams = detail::nccl_record_streams_from_env(util::process_env());
+  const bool record_streams = record_streams_from_env(util::process_env());
   // The device stays current for this thread: NCCL, PyTorch's current stream and later tensor
   // allocations all refer to it (as torchrun scripts do with torch.cuda.set_device(LOCAL_RANK)).
   check_cuda(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
   const int group_index = g_groups_created++;
-  ncclUniqueId id = exchange_unique_id(*store, rank, group_index);
+  ncclUniqueId id = exchange_unique_id(*store, rank, options.restart_count().value_or(0), group_index);
   DDP_LOG(DEBUG) << "nccl: creating communicator " << group_index << " (" << where() << ")";
-  comm_ = std::make_unique<Communicator>(id, rank, size, device, options.timeout);
+  comm_ = std::make_unique<Communicator>(id, rank, size, device, options.timeout());
   bridge_ = std::make_shared<StreamBridge>(device, collective_stream(device), record_streams);
   check_cuda(cudaMalloc(&barrier_buffer_, sizeof(float)), "allocating the barrier buffer");
   check_cuda(cudaMemset(barrier_buffer_, 0, sizeof(float)), "clearing the barrier buffer");
   watchdog_ = std::thread([this] { watchdog_loop(); });
   DDP_LOG(INFO) << "process group nccl ready (" << where() << ", NCCL " << nccl_version() << ", timeout "
-                << options.timeout.count() << " ms)";
+                << options.timeout().count() << " ms)";
 }
 
-NcclProcessGroup::~NcclProcessGroup() {
+ProcessGroupNccl::~ProcessGroupNccl() {
   {
     std::lock_guard<std::mutex> lk(pending_mutex_);
     stop_ = true;
@@ -86,23 +85,23 @@ NcclProcessGroup::~NcclProcessGroup() {
   if (barrier_buffer_ && cudaGetDevice(&current) != cudaErrorCudartUnloading) cudaFree(barrier_buffer_);
 }
 
-std::string NcclProcessGroup::where() const {
+std::string ProcessGroupNccl::where() const {
   return "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ", cuda:" + std::to_string(device_);
 }
 
-bool NcclProcessGroup::failed() const {
+bool ProcessGroupNccl::failed() const {
   std::lock_guard<std::mutex> lk(error_mutex_);
   return failed_;
 }
 
-void NcclProcessGroup::check_usable() const {
+void ProcessGroupNccl::check_usable() const {
   std::lock_guard<std::mutex> lk(error_mutex_);
   if (!failed_) return;
   throw_error(error_kind_,
               "process group nccl (" + where() + ") is unusable after an earlier failure: " + error_message_, rank_);
 }
 
-void NcclProcessGroup::fail(FailureKind kind, const std::string& message) {
+void ProcessGroupNccl::fail(FailureKind kind, const std::string& message) {
   {
     std::lock_guard<std::mutex> lk(error_mutex_);
     if (failed_) return;
@@ -117,11 +116,11 @@ void NcclProcessGroup::fail(FailureKind kind, const std::string& message) {
   for (auto& op : pending_) op->fail(error);
 }
 
-std::chrono::milliseconds NcclProcessGroup::op_timeout(std::chrono::milliseconds requested) const {
+std::chrono::milliseconds ProcessGroupNccl::op_timeout(std::chrono::milliseconds requested) const {
   return requested.count() > 0 ? requested : timeout_;
 }
 
-WorkPtr NcclProcessGroup::launch(Launch launch, const Enqueue& enqueue) {
+WorkPtr ProcessGroupNccl::launch(Launch launch, const Enqueue& enqueue) {
   check_usable();
   auto lk = comm_->lock();
   check_usable();  // the watchdog may have failed the group while we waited for the lock
@@ -162,10 +161,10 @@ WorkPtr NcclProcessGroup::launch(Launch launch, const Enqueue& enqueue) {
     pending_.push_back(op);
   }
   pending_cv_.notify_one();
-  return std::make_shared<NcclWork>(op, bridge_, launch.cpu_blocking_wait || options_.blocking_wait);
+  return std::make_shared<NcclWork>(op, bridge_, launch.cpu_blocking_wait || options_.blocking_wait());
 }
 
-}  // namespace nccl
+}  // namespace nccl_backend
 
 std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store> store, int rank, int size,
                                                       int device_index, NcclOptions options) {
@@ -177,16 +176,18 @@ std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store> sto
     throw ConfigError("make_nccl_process_group: rank " + std::to_string(rank) + " is not in [0, " +
                       std::to_string(size) + ")");
   int count = 0;
-  nccl::check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  nccl_backend::check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (device_index < 0 || device_index >= count)
     throw ConfigError("make_nccl_process_group: CUDA device " + std::to_string(device_index) + " does not exist (" +
                       std::to_string(count) + " visible); is LOCAL_RANK larger than the GPUs per node?");
-  if (options.timeout.count() <= 0)
+  if (options.timeout().count() <= 0)
     throw ConfigError("make_nccl_process_group: timeout must be positive, got " +
-                      std::to_string(options.timeout.count()) + " ms");
+                      std::to_string(options.timeout().count()) + " ms");
   // A set variable overrides NcclOptions either way, as c10d's TORCH_NCCL_BLOCKING_WAIT does.
-  if (auto blocking = detail::nccl_blocking_wait_from_env(util::process_env())) options.blocking_wait = *blocking;
-  return std::make_shared<nccl::NcclProcessGroup>(store, rank, size, device_index, options);
+  const util::EnvMap env = util::process_env();
+  if (auto blocking = nccl_backend::blocking_wait_from_env(env)) options.blocking_wait(*blocking);
+  if (!options.restart_count()) options.restart_count(detail::restart_count_from_env(env));
+  return std::make_shared<nccl_backend::ProcessGroupNccl>(store, rank, size, device_index, options);
 }
 
 }  // namespace ddp
