@@ -1,6 +1,7 @@
 #include "trainer/interval_meter.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <algorithm>
 
