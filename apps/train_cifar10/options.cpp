@@ -4,20 +4,22 @@
 
 #include <cxxopts.hpp>
 
-#include "trainer/command_line.h"
-#include "trainer/flag_values.h"
+#include "trainer/runtime_flags.h"
+#include "util/choices.h"
+#include "util/cli.h"
+#include "util/numbers.h"
 
 namespace train_cifar10 {
 
 std::optional<Options> parse_options(int argc, char** argv) {
-  using ddp::trainer::flag_integer;
-  using ddp::trainer::flag_real;
+  using ddp::util::parse_int;
+  using ddp::util::parse_real;
   cxxopts::Options cli("train_cifar10",
                        "Distributed CIFAR-10 training (the aws-do-kubeflow workshop's cifar10-distributed-gpu-final.py, "
                        "in C++). Rank and world come from the environment (torchrun/ddprun, PyTorchJob, Kubeflow PET_*, "
                        "SageMaker); see docs/CIFAR10.md.");
   ddp::trainer::add_runtime_flags(cli, "cifar-10-batches-bin/ or cifar-10-batches-py/");
-  // Flags are read as strings and converted by flag_values.h, so a bad value is our ConfigError naming the flag.
+  // Flags are read as strings and converted by util/numbers.h, so a bad value is our ConfigError naming the flag.
   cli.add_options("Data")
       ("workers", "loader threads per rank (0: assemble batches inline)", cxxopts::value<std::string>()->default_value("1"))
       ("prefetch", "ready batches queued ahead of the training loop", cxxopts::value<std::string>()->default_value("4"))
@@ -30,10 +32,10 @@ std::optional<Options> parse_options(int argc, char** argv) {
       ("momentum", "SGD momentum", cxxopts::value<std::string>()->default_value("0.5"))
       ("seed", "random seed (model init, shuffling, augmentation)", cxxopts::value<std::string>()->default_value("1"))
       ("model", "net (the seed's CNN) or resnet18 (CIFAR stem)", cxxopts::value<std::string>()->default_value("net"));
-  ddp::trainer::add_help_flags(cli);
   ddp::CheckpointFlags::add_to(cli);
 
-  auto parsed = ddp::trainer::parse_command_line(cli, argc, argv, {"Data", "Training", "Runtime", "Checkpoints"});
+  auto parsed = ddp::util::parse_command_line(cli, argc, argv,
+                                              ddp::trainer::trainer_rules({"Data", "Training", "Runtime", "Checkpoints"}));
   if (!parsed) return std::nullopt;
   const cxxopts::ParseResult& args = *parsed;
   auto value = [&](const std::string& flag) { return args[flag].as<std::string>(); };
@@ -42,17 +44,17 @@ std::optional<Options> parse_options(int argc, char** argv) {
   o.runtime = ddp::trainer::read_runtime_flags(args);
   if (o.runtime.data_dir().empty())
     throw ddp::ConfigError("--data-dir is required (or set SM_CHANNEL_TRAIN / SM_CHANNEL_TRAINING)");
-  o.batch_size = flag_integer("--batch-size", value("batch-size"), 1, 1 << 20);
-  o.test_batch_size = flag_integer("--test-batch-size", value("test-batch-size"), 1, 1 << 20);
-  o.epochs = flag_integer("--epochs", value("epochs"), 1, 1000000);
-  o.lr = flag_real("--lr", value("lr"), 0, 1e6);
-  o.momentum = flag_real("--momentum", value("momentum"), 0, 1);
-  o.seed = flag_integer("--seed", value("seed"), 0, INT64_C(1) << 62);
-  o.workers = static_cast<int>(flag_integer("--workers", value("workers"), 0, 64));
-  o.prefetch = static_cast<int>(flag_integer("--prefetch", value("prefetch"), 1, 1024));
+  o.batch_size = parse_int("--batch-size", value("batch-size"), 1, 1 << 20);
+  o.test_batch_size = parse_int("--test-batch-size", value("test-batch-size"), 1, 1 << 20);
+  o.epochs = parse_int("--epochs", value("epochs"), 1, 1000000);
+  o.lr = parse_real("--lr", value("lr"), 0, 1e6);
+  o.momentum = parse_real("--momentum", value("momentum"), 0, 1);
+  o.seed = parse_int("--seed", value("seed"), 0, INT64_C(1) << 62);
+  o.workers = static_cast<int>(parse_int("--workers", value("workers"), 0, 64));
+  o.prefetch = static_cast<int>(parse_int("--prefetch", value("prefetch"), 1, 1024));
   o.augment = args.count("no-augment") == 0;
   o.model = value("model");
-  ddp::trainer::require_choice("--model", o.model, {"net", "resnet18"});
+  ddp::util::require_choice("--model", o.model, {"net", "resnet18"});
   o.checkpoint = ddp::CheckpointFlags::from(args);
   return o;
 }

@@ -100,8 +100,10 @@ class Trainer {
       trained_images_ += n * pg_->size();
       const bool last_step = progress_.step_in_epoch == steps_per_epoch_;
       const bool out_of_steps = o_.runtime.max_steps() > 0 && progress_.global_step >= o_.runtime.max_steps();
-      if (progress_.step_in_epoch % o_.runtime.log_interval() == 0 || last_step || out_of_steps)
-        reporter_.train_interval(interval.take(train_point(), pg_->size()));
+      if (progress_.step_in_epoch % o_.runtime.log_interval() == 0 || last_step || out_of_steps) {
+        const auto point = ddp::trainer::train_point(progress_, o_.epochs, steps_per_epoch_, sampler_.num_samples());
+        reporter_.train_interval(interval.take(point, pg_->size()));
+      }
       if (ddp::trainer::checkpoint_or_stop(stop_, checkpointer_, *model_.module(), &optimizer_, progress_))
         return EpochEnd::kStopSignal;
       if (out_of_steps) return EpochEnd::kOutOfSteps;
@@ -116,18 +118,6 @@ class Trainer {
     loss.backward();
     optimizer_.step();
     return loss;
-  }
-
-  ddp::trainer::TrainPoint train_point() const {
-    ddp::trainer::TrainPoint p;
-    p.epoch = progress_.epoch + 1;
-    p.epochs = o_.epochs;
-    p.global_step = progress_.global_step;
-    p.step_in_epoch = progress_.step_in_epoch;
-    p.steps_in_epoch = steps_per_epoch_;
-    p.samples_in_epoch = progress_.samples_in_epoch;
-    p.samples_per_epoch = sampler_.num_samples();
-    return p;
   }
 
   /// Evaluate, report, and (unless --max-steps ended the run mid-epoch) checkpoint the next epoch's start.

@@ -4,20 +4,19 @@
 
 #include <cxxopts.hpp>
 
-#include "trainer/command_line.h"
-#include "trainer/flag_values.h"
+#include <limits>
+
+#include "trainer/runtime_flags.h"
+#include "util/choices.h"
+#include "util/cli.h"
+#include "util/numbers.h"
 
 namespace train_ranzcr {
 namespace {
 
-using ddp::trainer::require_choice;
-
-template <typename T>
-void require_at_least(const std::string& flag, T value, T least) {
-  if (value < least) {
-    throw ddp::ConfigError(flag + "=" + std::to_string(value) + ": must be >= " + std::to_string(least));
-  }
-}
+constexpr long long kIntMax = std::numeric_limits<int>::max();
+constexpr long long kInt64Max = std::numeric_limits<long long>::max();
+constexpr double kRealMax = std::numeric_limits<double>::max();
 
 }  // namespace
 
@@ -25,73 +24,77 @@ std::optional<Options> parse_options(int argc, char** argv) {
   cxxopts::Options cli("train_ranzcr",
                        "Distributed ResNet training on RANZCR CLiP chest X-rays (11 catheter labels, mean ROC AUC)");
   ddp::trainer::add_runtime_flags(cli, "train.csv, train/ and test/");
+  // Flags are read as strings and converted by util/numbers.h, so a bad value is our ConfigError naming the flag.
   cli.add_options("Data")
       ("csv", "labels (default DATA_DIR/train.csv)", cxxopts::value<std::string>()->default_value(""))
       ("image-dir", "training images (default DATA_DIR/train)", cxxopts::value<std::string>()->default_value(""))
-      ("image-size", "square input side in pixels", cxxopts::value<int>()->default_value("224"))
-      ("workers", "image decoding threads per rank", cxxopts::value<int>()->default_value("2"))
-      ("prefetch", "batches decoded ahead per rank", cxxopts::value<int>()->default_value("4"))
+      ("image-size", "square input side in pixels", cxxopts::value<std::string>()->default_value("224"))
+      ("workers", "image decoding threads per rank", cxxopts::value<std::string>()->default_value("2"))
+      ("prefetch", "batches decoded ahead per rank", cxxopts::value<std::string>()->default_value("4"))
       ("cache-dir", "store resized images here once and read them back (lossless)",
        cxxopts::value<std::string>()->default_value(""))
       ("skip-bad-images", "warn about and skip missing or undecodable images instead of failing")
       ("no-augment", "no training augmentation")
-      ("val-fraction", "share of patients for validation", cxxopts::value<double>()->default_value("0.2"))
-      ("folds", "K-fold cross-validation by patient (0: use --val-fraction)", cxxopts::value<int>()->default_value("0"))
-      ("fold", "validation fold with --folds", cxxopts::value<int>()->default_value("0"))
-      ("split-seed", "seed of the patient split", cxxopts::value<uint64_t>()->default_value("1"));
+      ("val-fraction", "share of patients for validation", cxxopts::value<std::string>()->default_value("0.2"))
+      ("folds", "K-fold cross-validation by patient (0: use --val-fraction)", cxxopts::value<std::string>()->default_value("0"))
+      ("fold", "validation fold with --folds", cxxopts::value<std::string>()->default_value("0"))
+      ("split-seed", "seed of the patient split", cxxopts::value<std::string>()->default_value("1"));
   cli.add_options("Model")
       ("arch", "resnet18 | resnet34 | resnet50", cxxopts::value<std::string>()->default_value("resnet18"))
       ("pretrained", "torchvision-converted weights (docs/RANZCR.md)", cxxopts::value<std::string>()->default_value(""))
       ("freeze-backbone", "train the head (fc) only");
   cli.add_options("Training")
-      ("epochs", "epochs", cxxopts::value<int>()->default_value("10"))
-      ("batch-size", "images per rank per step", cxxopts::value<int64_t>()->default_value("32"))
-      ("lr", "Adam learning rate", cxxopts::value<double>()->default_value("1e-3"))
-      ("weight-decay", "Adam weight decay (L2, as torch.optim.Adam)", cxxopts::value<double>()->default_value("0.1"))
+      ("epochs", "epochs", cxxopts::value<std::string>()->default_value("10"))
+      ("batch-size", "images per rank per step", cxxopts::value<std::string>()->default_value("32"))
+      ("lr", "Adam learning rate", cxxopts::value<std::string>()->default_value("1e-3"))
+      ("weight-decay", "Adam weight decay (L2, as torch.optim.Adam)", cxxopts::value<std::string>()->default_value("0.1"))
       ("schedule", "learning-rate schedule: none | cosine | step", cxxopts::value<std::string>()->default_value("none"))
-      ("step-epochs", "--schedule step: epochs between decays", cxxopts::value<int>()->default_value("3"))
-      ("step-gamma", "--schedule step: decay factor", cxxopts::value<double>()->default_value("0.1"))
+      ("step-epochs", "--schedule step: epochs between decays", cxxopts::value<std::string>()->default_value("3"))
+      ("step-gamma", "--schedule step: decay factor", cxxopts::value<std::string>()->default_value("0.1"))
       ("amp", "none | bf16 (bfloat16 autocast, CUDA only)", cxxopts::value<std::string>()->default_value("none"))
-      ("seed", "model initialisation, shuffling and augmentation", cxxopts::value<uint64_t>()->default_value("0"));
+      ("seed", "model initialisation, shuffling and augmentation", cxxopts::value<std::string>()->default_value("0"));
   cli.add_options("Prediction")
       ("predict", "write a submission instead of training")
       ("test-dir", "test images (default DATA_DIR/test)", cxxopts::value<std::string>()->default_value(""))
       ("out", "submission file", cxxopts::value<std::string>()->default_value("submission.csv"))
       ("weights", "state_dict to predict with (default: newest checkpoint in --checkpoint-dir, else MODEL_DIR/model.pt)",
        cxxopts::value<std::string>()->default_value(""));
-  ddp::trainer::add_help_flags(cli);
   ddp::CheckpointFlags::add_to(cli);
 
-  auto parsed = ddp::trainer::parse_command_line(cli, argc, argv,
-                                                 {"Data", "Model", "Training", "Runtime", "Prediction", "Checkpoints"});
+  auto parsed = ddp::util::parse_command_line(
+      cli, argc, argv, ddp::trainer::trainer_rules({"Data", "Model", "Training", "Runtime", "Prediction", "Checkpoints"}));
   if (!parsed) return std::nullopt;
   const cxxopts::ParseResult& r = *parsed;
+  auto value = [&](const std::string& flag) { return r[flag].as<std::string>(); };
+  using ddp::util::parse_int;
+  using ddp::util::parse_real;
+  using ddp::util::require_choice;
   Options o;
   o.runtime = ddp::trainer::read_runtime_flags(r);
   o.csv = r["csv"].as<std::string>();
   o.image_dir = r["image-dir"].as<std::string>();
-  o.image_size = r["image-size"].as<int>();
-  o.workers = r["workers"].as<int>();
-  o.prefetch = r["prefetch"].as<int>();
+  o.image_size = static_cast<int>(parse_int("--image-size", value("image-size"), 16, kIntMax));
+  o.workers = static_cast<int>(parse_int("--workers", value("workers"), 0, kIntMax));
+  o.prefetch = static_cast<int>(parse_int("--prefetch", value("prefetch"), 1, kIntMax));
   o.cache_dir = r["cache-dir"].as<std::string>();
   o.skip_bad_images = r.count("skip-bad-images") > 0;
   o.augment = r.count("no-augment") == 0;
-  o.val_fraction = r["val-fraction"].as<double>();
-  o.folds = r["folds"].as<int>();
-  o.fold = r["fold"].as<int>();
-  o.split_seed = r["split-seed"].as<uint64_t>();
+  o.val_fraction = parse_real("--val-fraction", value("val-fraction"), 0, 1);
+  o.folds = static_cast<int>(parse_int("--folds", value("folds"), 0, kIntMax));
+  o.fold = static_cast<int>(parse_int("--fold", value("fold"), 0, kIntMax));
+  o.split_seed = static_cast<uint64_t>(parse_int("--split-seed", value("split-seed"), 0, kInt64Max));
   o.arch = r["arch"].as<std::string>();
   o.pretrained = r["pretrained"].as<std::string>();
   o.freeze_backbone = r.count("freeze-backbone") > 0;
-  o.epochs = r["epochs"].as<int>();
-  o.batch_size = r["batch-size"].as<int64_t>();
-  o.lr = r["lr"].as<double>();
-  o.weight_decay = r["weight-decay"].as<double>();
+  o.epochs = static_cast<int>(parse_int("--epochs", value("epochs"), 1, kIntMax));
+  o.batch_size = parse_int("--batch-size", value("batch-size"), 1, kInt64Max);
+  o.lr = parse_real("--lr", value("lr"), 0, kRealMax);
+  o.weight_decay = parse_real("--weight-decay", value("weight-decay"), 0, kRealMax);
   o.schedule = r["schedule"].as<std::string>();
-  o.step_epochs = r["step-epochs"].as<int>();
-  o.step_gamma = r["step-gamma"].as<double>();
+  o.step_epochs = static_cast<int>(parse_int("--step-epochs", value("step-epochs"), 1, kIntMax));
+  o.step_gamma = parse_real("--step-gamma", value("step-gamma"), 0, 1);
   o.amp = r["amp"].as<std::string>();
-  o.seed = r["seed"].as<uint64_t>();
+  o.seed = static_cast<uint64_t>(parse_int("--seed", value("seed"), 0, kInt64Max));
   o.checkpoint = ddp::CheckpointFlags::from(r);
   o.predict = r.count("predict") > 0;
   o.test_dir = r["test-dir"].as<std::string>();
@@ -107,28 +110,16 @@ std::optional<Options> parse_options(int argc, char** argv) {
   if (o.csv.empty()) o.csv = data_dir + "/train.csv";
   if (o.image_dir.empty()) o.image_dir = data_dir + "/train";
   if (o.test_dir.empty()) o.test_dir = data_dir + "/test";
-  require_at_least("--image-size", o.image_size, 16);
-  require_at_least("--workers", o.workers, 0);
-  require_at_least("--prefetch", o.prefetch, 1);
-  if (!(o.val_fraction >= 0.0 && o.val_fraction < 1.0)) {
-    throw ddp::ConfigError("--val-fraction=" + std::to_string(o.val_fraction) + ": must be in [0, 1)");
-  }
+  // The half-open and conditional ranges parse_int/parse_real cannot say.
+  if (o.val_fraction == 1.0) throw ddp::ConfigError("--val-fraction='" + value("val-fraction") + "': must be below 1");
   if (o.folds != 0) {
-    require_at_least("--folds", o.folds, 2);
-    if (o.fold < 0 || o.fold >= o.folds) {
-      throw ddp::ConfigError("--fold=" + std::to_string(o.fold) + ": must be in [0, " + std::to_string(o.folds) + ")");
-    }
+    if (o.folds < 2) throw ddp::ConfigError("--folds='" + value("folds") + "': must be 0 or at least 2");
+    parse_int("--fold", value("fold"), 0, o.folds - 1);  // one of these folds
   }
   require_choice("--arch", o.arch, {"resnet18", "resnet34", "resnet50"});
-  require_at_least("--epochs", o.epochs, 1);
-  require_at_least<int64_t>("--batch-size", o.batch_size, 1);
-  if (!(o.lr > 0)) throw ddp::ConfigError("--lr=" + std::to_string(o.lr) + ": must be > 0");
-  if (!(o.weight_decay >= 0)) throw ddp::ConfigError("--weight-decay=" + std::to_string(o.weight_decay) + ": must be >= 0");
+  if (o.lr == 0) throw ddp::ConfigError("--lr='" + value("lr") + "': must be > 0");
   require_choice("--schedule", o.schedule, {"none", "cosine", "step"});
-  require_at_least("--step-epochs", o.step_epochs, 1);
-  if (!(o.step_gamma > 0 && o.step_gamma <= 1)) {
-    throw ddp::ConfigError("--step-gamma=" + std::to_string(o.step_gamma) + ": must be in (0, 1]");
-  }
+  if (o.step_gamma == 0) throw ddp::ConfigError("--step-gamma='" + value("step-gamma") + "': must be > 0");
   require_choice("--amp", o.amp, {"none", "bf16"});
   if (o.predict && o.out.empty()) throw ddp::ConfigError("--out is empty");
   return o;

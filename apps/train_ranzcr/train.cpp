@@ -190,8 +190,10 @@ class Trainer {
       progress_.step_done(batch.images.size(0));
       const bool epoch_done = progress_.step_in_epoch == steps_per_epoch_;
       const bool out_of_steps = o_.runtime.max_steps() > 0 && progress_.global_step >= o_.runtime.max_steps();
-      if (session_.rank0() && (progress_.global_step % o_.runtime.log_interval() == 0 || epoch_done || out_of_steps))
-        reporter_.train_interval(interval.take(train_point(sampler), pg_.size()));  // one sync per point
+      if (session_.rank0() && (progress_.global_step % o_.runtime.log_interval() == 0 || epoch_done || out_of_steps)) {
+        const auto point = ddp::trainer::train_point(progress_, o_.epochs, steps_per_epoch_, sampler.num_samples());
+        reporter_.train_interval(interval.take(point, pg_.size()));  // one sync per point
+      }
       if (ddp::trainer::checkpoint_or_stop(stop_, checkpointer_, *net_, &optimizer_, progress_, metadata_))
         return EpochEnd::kStopSignal;
       if (out_of_steps) {
@@ -232,18 +234,6 @@ class Trainer {
     loss_sum[0] += loss.detach().to(at::kDouble) * static_cast<double>(batch.num_valid);
     loss_sum[1] += static_cast<double>(batch.num_valid);
     return loss;
-  }
-
-  ddp::trainer::TrainPoint train_point(const ddp::DistributedSampler& sampler) const {
-    ddp::trainer::TrainPoint p;
-    p.epoch = progress_.epoch + 1;
-    p.epochs = o_.epochs;
-    p.global_step = progress_.global_step;
-    p.step_in_epoch = progress_.step_in_epoch;
-    p.steps_in_epoch = steps_per_epoch_;
-    p.samples_in_epoch = progress_.samples_in_epoch;
-    p.samples_per_epoch = sampler.num_samples();
-    return p;
   }
 
   /// Validation on every rank with rank 0's BatchNorm statistics: the metrics into `m`.

@@ -8,13 +8,18 @@
 #include <filesystem>
 #include <utility>
 
+#include "util/files.h"
+
 namespace ddp::trainer {
 
 MetricsFile::MetricsFile(std::string path) : path_(std::move(path)) {
   if (path_.empty()) return;
   const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
-  std::error_code ec;  // a folder that cannot be made shows up as fopen's error below
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  try {
+    if (!parent.empty()) util::make_dirs(parent.string());
+  } catch (const DataError& e) {  // a bad flag value: ConfigError, as for a file that cannot be opened
+    throw ConfigError("--metrics-file '" + path_ + "': " + e.what());
+  }
   file_ = std::fopen(path_.c_str(), "a");
   if (!file_) throw ConfigError("--metrics-file '" + path_ + "' cannot be opened for appending: " + std::strerror(errno));
 }

@@ -1,10 +1,24 @@
 #include "trainer/reporter.h"
 
+#include <ddp/checkpoint.h>
 #include <ddp/logging.h>
 
 #include <cstdio>
 
 namespace ddp::trainer {
+
+TrainPoint train_point(const ddp::TrainingProgress& progress, int64_t epochs, int64_t steps_in_epoch,
+                       int64_t samples_per_epoch) {
+  TrainPoint p;
+  p.epoch = progress.epoch + 1;
+  p.epochs = epochs;
+  p.global_step = progress.global_step;
+  p.step_in_epoch = progress.step_in_epoch;
+  p.steps_in_epoch = steps_in_epoch;
+  p.samples_in_epoch = progress.samples_in_epoch;
+  p.samples_per_epoch = samples_per_epoch;
+  return p;
+}
 
 // Disabled ranks open no metrics file and never draw.
 Reporter::Reporter(const ReporterOptions& options)

@@ -25,6 +25,10 @@
 #include "trainer/metrics_file.h"
 #include "trainer/progress_line.h"
 
+namespace ddp {
+struct TrainingProgress;
+}
+
 namespace ddp::trainer {
 
 /// What "[done/total]" in a plain progress line counts within the epoch.
@@ -54,6 +58,11 @@ struct TrainPoint {
   double loss = 0;                ///< mean training loss over the interval (rank 0's batches)
   double images_per_sec = 0;      ///< all ranks together, over the interval
 };
+
+/// The TrainPoint at `progress` (loss and images_per_sec are the interval's: IntervalMeter fills them),
+/// for a run of `epochs` epochs of `steps_in_epoch` steps and `samples_per_epoch` of this rank's samples.
+TrainPoint train_point(const ddp::TrainingProgress& progress, int64_t epochs, int64_t steps_in_epoch,
+                       int64_t samples_per_epoch);
 
 /// One value of the Katib metric line: " name=<value formatted with `format`>".
 struct KatibMetric {

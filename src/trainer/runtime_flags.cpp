@@ -2,8 +2,9 @@
 
 #include <ddp/errors.h>
 
+#include "util/choices.h"
 #include "util/env.h"
-#include "trainer/flag_values.h"
+#include "util/numbers.h"
 
 namespace ddp::trainer {
 namespace {
@@ -16,7 +17,7 @@ std::string env_or_empty(const std::map<std::string, std::string>& env, const st
 }  // namespace
 
 void add_runtime_flags(cxxopts::Options& cli, const std::string& data_dir_holds) {
-  // Values are read as strings and converted by flag_values.h, so a bad one is our ConfigError.
+  // Values are read as strings and converted by util/numbers.h, so a bad one is our ConfigError.
   cli.add_options("Data")
       ("data-dir", "folder holding " + data_dir_holds + " (default: $SM_CHANNEL_TRAIN, $SM_CHANNEL_TRAINING)",
        cxxopts::value<std::string>())
@@ -49,19 +50,30 @@ RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args, const std::m
   }
   o.metrics_file(args["metrics-file"].as<std::string>());
   o.backend(args["backend"].as<std::string>());
-  require_choice("--backend", o.backend(), {"auto", "gloo", "nccl"});
+  util::require_choice("--backend", o.backend(), {"auto", "gloo", "nccl"});
   o.device(args["device"].as<std::string>());
-  require_choice("--device", o.device(), {"auto", "cpu", "cuda"});
+  util::require_choice("--device", o.device(), {"auto", "cpu", "cuda"});
   if (o.device() == "cpu" && o.backend() == "nccl")
     throw ddp::ConfigError("--backend nccl needs CUDA tensors, but --device is cpu");
-  o.threads(static_cast<int>(flag_integer("--threads", args["threads"].as<std::string>(), 0, 1024)));
+  o.threads(static_cast<int>(util::parse_int("--threads", args["threads"].as<std::string>(), 0, 1024)));
   o.progress(args["progress"].as<std::string>());
-  require_choice("--progress", o.progress(), {"auto", "bar", "plain"});
-  o.log_interval(flag_integer("--log-interval", args["log-interval"].as<std::string>(), 1, INT64_C(1) << 40));
-  o.max_steps(flag_integer("--max-steps", args["max-steps"].as<std::string>(), 0, INT64_C(1) << 40));
+  util::require_choice("--progress", o.progress(), {"auto", "bar", "plain"});
+  o.log_interval(util::parse_int("--log-interval", args["log-interval"].as<std::string>(), 1, INT64_C(1) << 40));
+  o.max_steps(util::parse_int("--max-steps", args["max-steps"].as<std::string>(), 0, INT64_C(1) << 40));
   return o;
 }
 
 RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args) { return read_runtime_flags(args, ddp::util::process_env()); }
+
+}  // namespace ddp::trainer
+
+namespace ddp::trainer {
+
+util::CommandLineRules trainer_rules(std::vector<std::string> help_groups) {
+  return util::CommandLineRules()
+      .help_groups(std::move(help_groups))
+      .help_flags_group("Runtime")
+      .epilogue(util::HelpFor::kTrainer);
+}
 
 }  // namespace ddp::trainer

@@ -12,8 +12,9 @@
 //
 //   cxxopts::Options cli("train_x", "...");
 //   ddp::trainer::add_runtime_flags(cli, "train.csv and train/");
-//   ... parse ...
-//   ddp::trainer::RuntimeOptions rt = ddp::trainer::read_runtime_flags(args);   // SM_* from the environment
+//   auto args = ddp::util::parse_command_line(cli, argc, argv, ddp::trainer::trainer_rules({"Data", "Runtime"}));
+//   if (!args) return 0;                                                          // --help or --version
+//   ddp::trainer::RuntimeOptions rt = ddp::trainer::read_runtime_flags(*args);   // SM_* from the environment
 //
 // Every bad value is a ddp::ConfigError naming the flag (exit 2).
 
@@ -24,6 +25,9 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
+
+#include "util/cli.h"
 
 namespace ddp::trainer {
 
@@ -50,5 +54,10 @@ void add_runtime_flags(cxxopts::Options& cli, const std::string& data_dir_holds)
 RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args, const std::map<std::string, std::string>& env);
 /// The same with this process's environment.
 RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args);
+
+/// How a trainer's command line is parsed (util::parse_command_line): --help lists `help_groups` in
+/// this order, --version and -h/--help among the Runtime flags, then the environment variables and
+/// exit codes (util::HelpFor::kTrainer).
+util::CommandLineRules trainer_rules(std::vector<std::string> help_groups);
 
 }  // namespace ddp::trainer

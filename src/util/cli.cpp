@@ -11,7 +11,7 @@ namespace ddp::util {
 std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& cli, int argc, const char* const* argv,
                                                        const CommandLineRules& rules) {
   const std::string program = cli.program();
-  cli.add_options()("version", "print the version and exit")("h,help", "show this help");
+  cli.add_options(rules.help_flags_group())("version", "print the version and exit")("h,help", "show this help");
   cxxopts::ParseResult args;
   try {
     args = cli.parse(argc, argv);

@@ -34,19 +34,29 @@ class CommandLineRules {
     help_groups_ = std::move(groups);
     return *this;
   }
+  /// The --help group that lists --version and -h/--help themselves (default: the unnamed one);
+  /// with help_groups() it must be one of them, or --help would not mention itself.
+  CommandLineRules& help_flags_group(std::string group) {
+    help_flags_group_ = std::move(group);
+    return *this;
+  }
   const std::vector<std::string>& required() const { return required_; }
   const std::optional<HelpFor>& epilogue() const { return epilogue_; }
   const std::vector<std::string>& help_groups() const { return help_groups_; }
+  const std::string& help_flags_group() const { return help_flags_group_; }
 
  private:
   std::vector<std::string> required_;
   std::optional<HelpFor> epilogue_;
   std::vector<std::string> help_groups_;
+  std::string help_flags_group_;
 };
 
 /// Adds --version and -h/--help to `cli` and parses. Prints the help or the version line to stdout
 /// and returns nullopt when either was asked for (the program then exits 0). ConfigError
-/// "<program>: <what>" for an unknown or malformed option, a stray word or a missing required flag.
+/// "<program>: <what> (see --help)" for an option cxxopts refuses (unknown, malformed, bad value),
+/// "<program>: unexpected argument '<word>'" for a positional word and "<program>: --<flag> is
+/// required" for a missing required flag.
 std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& cli, int argc, const char* const* argv,
                                                        const CommandLineRules& rules = {});
 

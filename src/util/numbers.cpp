@@ -4,6 +4,8 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace ddp::util {
@@ -30,6 +32,13 @@ Outcome parse(const std::string& text, long long lo, long long hi, long long* ou
   return Outcome::kOk;
 }
 
+// A bound as a person writes it: 1e+06, 0.5, 1024.
+std::string shortest(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 }  // namespace
 
 std::optional<long long> to_int(const std::string& text, long long lo, long long hi) {
@@ -52,6 +61,26 @@ long long parse_int(const std::string& what, const std::string& text, long long 
       break;
   }
   throw ConfigError(quoted + " is out of range: expected " + std::to_string(lo) + ".." + std::to_string(hi));
+}
+
+std::optional<double> to_real(const std::string& text) {
+  const std::string v = trimmed(text);
+  // strtod also reads hexadecimal ("0x1p3"), which no flag or variable of ours is written in.
+  if (v.empty() || v.find_first_of("xX") != std::string::npos) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const double parsed = std::strtod(v.c_str(), &end);
+  if (*end != '\0' || errno == ERANGE || !std::isfinite(parsed)) return std::nullopt;
+  return parsed;
+}
+
+double parse_real(const std::string& what, const std::string& text, double lo, double hi) {
+  const std::string quoted = what + "='" + text + "'";
+  const std::optional<double> v = to_real(text);
+  if (!v) throw ConfigError(quoted + " is not a number");
+  if (!(*v >= lo && *v <= hi))
+    throw ConfigError(quoted + " is out of range: expected " + shortest(lo) + ".." + shortest(hi));
+  return *v;
 }
 
 }  // namespace ddp::util

@@ -298,7 +298,7 @@ TEST(TrainRanzcr, BadFlagsAndDataExitTwoWithAReason) {
       {{"--data-dir", data_dir(), "--amp", "bf16", "--device", "cpu"}, "--amp bf16 needs a CUDA device"},
       {{"--data-dir", data_dir(), "--schedule", "linear"}, "--schedule='linear'"},
       {{"--data-dir", data_dir(), "--val-fraction", "1.5"}, "--val-fraction"},
-      {{"--data-dir", data_dir(), "--folds", "5", "--fold", "5"}, "--fold=5"},
+      {{"--data-dir", data_dir(), "--folds", "5", "--fold", "5"}, "--fold='5'"},
       {{"--data-dir", data_dir(), "--device", "cuda"}, "--device cuda"},
       {{"--data-dir", data_dir(), "--bogus-flag"}, "bogus-flag"},
       {{"--data-dir", bad + "/nowhere"}, "nowhere/train.csv"},

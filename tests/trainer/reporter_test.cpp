@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <ddp/checkpoint.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -115,4 +116,21 @@ TEST(IntervalMeter, MeanLossOverTheIntervalThenStartsAgain) {
   EXPECT_EQ(p.global_step, 40) << "the rest of the point is kept";
   meter.add(at::scalar_tensor(4.0), 8);
   EXPECT_DOUBLE_EQ(meter.take(point(), 2).loss, 4.0);
+}
+
+TEST(TrainPoint, ComesFromTheProgressAndTheEpochShape) {
+  ddp::TrainingProgress progress;
+  progress.epoch = 2;  // 0-based: the third epoch
+  progress.global_step = 25;
+  progress.step_in_epoch = 5;
+  progress.samples_in_epoch = 320;
+  const TrainPoint p = train_point(progress, /*epochs=*/4, /*steps_in_epoch=*/10, /*samples_per_epoch=*/640);
+  EXPECT_EQ(p.epoch, 3);  // 1-based, as printed
+  EXPECT_EQ(p.epochs, 4);
+  EXPECT_EQ(p.global_step, 25);
+  EXPECT_EQ(p.step_in_epoch, 5);
+  EXPECT_EQ(p.steps_in_epoch, 10);
+  EXPECT_EQ(p.samples_in_epoch, 320);
+  EXPECT_EQ(p.samples_per_epoch, 640);
+  EXPECT_EQ(p.loss, 0.0);  // the interval's: IntervalMeter::take fills it
 }

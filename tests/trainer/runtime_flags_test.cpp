@@ -1,5 +1,5 @@
 // The flags every trainer shares: defaults, SageMaker's SM_* defaults, and a ConfigError naming the
-// flag for every bad value; the strict value parsers and the command-line wrapper behind them.
+// flag for every bad value, parsed the way the trainers parse (util::parse_command_line, trainer_rules).
 #include <ddp/errors.h>
 #include <gtest/gtest.h>
 
@@ -9,9 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "trainer/command_line.h"
-#include "trainer/flag_values.h"
 #include "trainer/runtime_flags.h"
+#include "util/cli.h"
 
 using ddp::trainer::RuntimeOptions;
 
@@ -21,11 +20,11 @@ namespace {
 RuntimeOptions parse(std::vector<std::string> args, const std::map<std::string, std::string>& env = {}) {
   cxxopts::Options cli("train_test", "test");
   ddp::trainer::add_runtime_flags(cli, "data");
-  ddp::trainer::add_help_flags(cli);
   args.insert(args.begin(), "train_test");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
-  auto parsed = ddp::trainer::parse_command_line(cli, static_cast<int>(argv.size()), argv.data());
+  auto parsed = ddp::util::parse_command_line(cli, static_cast<int>(argv.size()), argv.data(),
+                                              ddp::trainer::trainer_rules({}));
   if (!parsed) throw std::logic_error("help or version");
   return ddp::trainer::read_runtime_flags(*parsed, env);
 }
@@ -85,7 +84,7 @@ TEST(RuntimeFlags, BadValuesNameTheFlag) {
   EXPECT_NE(error_of({"--backend", "mpi"}).find("--backend='mpi' is not one of auto, gloo, nccl"), std::string::npos);
   EXPECT_NE(error_of({"--device", "tpu"}).find("--device='tpu'"), std::string::npos);
   EXPECT_NE(error_of({"--progress", "fancy"}).find("--progress='fancy'"), std::string::npos);
-  EXPECT_NE(error_of({"--threads", "-1"}).find("--threads='-1' is not an integer in 0..1024"), std::string::npos);
+  EXPECT_NE(error_of({"--threads", "-1"}).find("--threads='-1' is out of range: expected 0..1024"), std::string::npos);
   EXPECT_NE(error_of({"--threads", "2x"}).find("--threads='2x'"), std::string::npos);
   EXPECT_NE(error_of({"--log-interval", "0"}).find("--log-interval='0'"), std::string::npos);
   EXPECT_NE(error_of({"--max-steps", "-3"}).find("--max-steps='-3'"), std::string::npos);
@@ -94,22 +93,4 @@ TEST(RuntimeFlags, BadValuesNameTheFlag) {
   EXPECT_NE(error_of({"--no-such-flag"}).find("train_test: "), std::string::npos);
   EXPECT_NE(error_of({"--no-such-flag"}).find("no-such-flag"), std::string::npos);
   EXPECT_NE(error_of({"stray"}).find("unexpected argument 'stray'"), std::string::npos);
-}
-
-TEST(FlagValues, StrictIntegersNumbersAndChoices) {
-  using namespace ddp::trainer;
-  EXPECT_EQ(flag_integer("--n", "12", 1, 100), 12);
-  EXPECT_THROW(flag_integer("--n", "", 1, 100), ddp::ConfigError);
-  EXPECT_THROW(flag_integer("--n", "12 ", 1, 100), ddp::ConfigError);
-  EXPECT_THROW(flag_integer("--n", "101", 1, 100), ddp::ConfigError);
-  EXPECT_DOUBLE_EQ(flag_real("--lr", "1e-3", 0, 1), 1e-3);
-  EXPECT_THROW(flag_real("--lr", "fast", 0, 1), ddp::ConfigError);
-  EXPECT_THROW(flag_real("--lr", "nan", 0, 1), ddp::ConfigError);
-  EXPECT_NO_THROW(require_choice("--x", "b", {"a", "b"}));
-  try {
-    require_choice("--x", "c", {"a", "b"});
-    ADD_FAILURE() << "no ConfigError";
-  } catch (const ddp::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("--x='c' is not one of a, b"), std::string::npos) << e.what();
-  }
 }

@@ -43,3 +43,33 @@ TEST(Numbers, EverythingElseIsRefusedWithTheNameAndValue) {
   EXPECT_EQ(to_int("101", 0, 100), std::nullopt);
   EXPECT_EQ(to_int("", 0, 100), std::nullopt);
 }
+
+namespace {
+
+std::string real_error(const std::string& text, double lo, double hi) {
+  try {
+    ddp::util::parse_real("--lr", text, lo, hi);
+  } catch (const ddp::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Numbers, WholeFiniteRealsInRange) {
+  using ddp::util::parse_real;
+  EXPECT_DOUBLE_EQ(parse_real("--lr", "1e-3", 0, 1), 1e-3);
+  EXPECT_DOUBLE_EQ(parse_real("--lr", " 0.5 ", 0, 1), 0.5);
+  EXPECT_DOUBLE_EQ(parse_real("--lr", "-2", -2, 0), -2.0);  // bounds are inclusive
+  EXPECT_DOUBLE_EQ(parse_real("--lr", "7", 0, 10), 7.0);
+  EXPECT_EQ(ddp::util::to_real("3.25"), 3.25);
+}
+
+TEST(Numbers, RealsRefusedWithTheNameAndValue) {
+  for (const char* bad : {"", " ", "fast", "1.5x", "nan", "inf", "-inf", "0x1p3", "1e999", "1,5"})
+    EXPECT_EQ(real_error(bad, -1e9, 1e9), std::string("--lr='") + bad + "' is not a number") << bad;
+  EXPECT_EQ(real_error("2", 0, 1), "--lr='2' is out of range: expected 0..1");
+  EXPECT_EQ(real_error("-0.5", 0, 1e6), "--lr='-0.5' is out of range: expected 0..1e+06");
+  EXPECT_EQ(ddp::util::to_real("nan"), std::nullopt);
+}

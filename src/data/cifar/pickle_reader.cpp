@@ -11,49 +11,24 @@
 namespace ddp::data::cifar::pickle {
 namespace {
 
-// Opcodes (pickletools names).
+// Opcodes (pickletools names), by what they do; the characters are protocol 0/1's, the bytes from
+// 0x80 protocol 2's and later.
 enum Op : uint8_t {
-  MARK = '(',
-  STOP = '.',
-  BININT = 'J',
-  BININT1 = 'K',
-  BININT2 = 'M',
-  NONE = 'N',
+  // framing
+  PROTO = 0x80, FRAME = 0x95, STOP = '.',
+  // scalars
+  NONE = 'N', NEWTRUE = 0x88, NEWFALSE = 0x89, BININT = 'J', BININT1 = 'K', BININT2 = 'M', LONG1 = 0x8a,
   BINFLOAT = 'G',
-  BINSTRING = 'T',
-  SHORT_BINSTRING = 'U',
-  BINUNICODE = 'X',
-  APPEND = 'a',
-  BUILD = 'b',
-  GLOBAL = 'c',
-  APPENDS = 'e',
-  BINGET = 'h',
-  LONG_BINGET = 'j',
-  EMPTY_LIST = ']',
-  BINPUT = 'q',
-  LONG_BINPUT = 'r',
-  SETITEM = 's',
-  TUPLE = 't',
-  EMPTY_TUPLE = ')',
-  SETITEMS = 'u',
-  EMPTY_DICT = '}',
-  REDUCE = 'R',
-  PROTO = 0x80,
-  TUPLE1 = 0x85,
-  TUPLE2 = 0x86,
-  TUPLE3 = 0x87,
-  NEWTRUE = 0x88,
-  NEWFALSE = 0x89,
-  LONG1 = 0x8a,
-  BINBYTES = 'B',
-  SHORT_BINBYTES = 'C',
-  SHORT_BINUNICODE = 0x8c,
-  BINUNICODE8 = 0x8d,
-  BINBYTES8 = 0x8e,
-  STACK_GLOBAL = 0x93,
-  MEMOIZE = 0x94,
-  FRAME = 0x95,
-  BYTEARRAY8 = 0x96,
+  // strings and bytes
+  BINSTRING = 'T', SHORT_BINSTRING = 'U', BINUNICODE = 'X', SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d,
+  BINBYTES = 'B', SHORT_BINBYTES = 'C', BINBYTES8 = 0x8e, BYTEARRAY8 = 0x96,
+  // containers
+  MARK = '(', EMPTY_TUPLE = ')', TUPLE = 't', TUPLE1 = 0x85, TUPLE2 = 0x86, TUPLE3 = 0x87,
+  EMPTY_LIST = ']', APPEND = 'a', APPENDS = 'e', EMPTY_DICT = '}', SETITEM = 's', SETITEMS = 'u',
+  // objects
+  GLOBAL = 'c', STACK_GLOBAL = 0x93, REDUCE = 'R', BUILD = 'b',
+  // memo
+  BINPUT = 'q', LONG_BINPUT = 'r', MEMOIZE = 0x94, BINGET = 'h', LONG_BINGET = 'j',
 };
 
 std::string hex_byte(uint8_t b) {

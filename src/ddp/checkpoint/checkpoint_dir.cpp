@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
 #include "util/files.h"
+#include "util/numbers.h"
 
 namespace ddp {
 namespace detail {
@@ -37,16 +39,12 @@ std::optional<int64_t> checkpoint_step_from_name(const std::string& name) {
   if (name.size() < prefix + 1 + suffix) return std::nullopt;
   if (name.compare(0, prefix, kPrefix) != 0) return std::nullopt;
   if (name.compare(name.size() - suffix, suffix, kSuffix) != 0) return std::nullopt;
-  std::string digits = name.substr(prefix, name.size() - prefix - suffix);
+  const std::string digits = name.substr(prefix, name.size() - prefix - suffix);
   if (digits.size() < kDigits || digits.size() > 18) return std::nullopt;
-  int64_t step = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-    step = step * 10 + (c - '0');
-  }
-  // Only the canonical spelling, so every rank maps a step to the same file.
-  if (ddp::checkpoint_file_name(step) != name) return std::nullopt;
-  return step;
+  const std::optional<long long> step = util::to_int(digits, 0, INT64_MAX);
+  // Only the canonical spelling (no sign, no blanks), so every rank maps a step to the same file.
+  if (!step || ddp::checkpoint_file_name(*step) != name) return std::nullopt;
+  return *step;
 }
 
 std::vector<CheckpointFile> checkpoint_files(const std::string& dir) {

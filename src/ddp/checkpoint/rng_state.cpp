@@ -6,10 +6,12 @@
 #include <ddp/errors.h>
 #include <ddp/logging.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
+
+#include "util/numbers.h"
 
 namespace ddp::detail {
 namespace {
@@ -116,9 +118,9 @@ void restore_rng_states(const std::string& blob, const NamedGenerators& tracked,
       restore(name, at::globalContext().defaultGenerator(at::kCPU), state);
     } else if (name.rfind("cuda:", 0) == 0) {
       // Restored on the device it came from, creating its context if needed (this rank used it).
-      int index = std::atoi(name.c_str() + 5);
-      if (include_cuda && at::hasCUDA() && index < at::detail::getCUDAHooks().getNumGPUs()) {
-        at::Device device(at::kCUDA, static_cast<c10::DeviceIndex>(index));
+      const std::optional<long long> index = util::to_int(name.substr(5), 0, 1023);  // nullopt: not ours to use
+      if (include_cuda && index && at::hasCUDA() && *index < at::detail::getCUDAHooks().getNumGPUs()) {
+        at::Device device(at::kCUDA, static_cast<c10::DeviceIndex>(*index));
         restore(name, at::globalContext().defaultGenerator(device), state);
       } else if (include_cuda) {
         DDP_LOG(WARN) << source << " holds the state of " << name << ", which this process cannot use; skipped";

@@ -20,12 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace gloo {
-class Context;
-namespace transport {
-class UnboundBuffer;
-}
-}  // namespace gloo
+#include "ddp/gloo/gloo_fwd.h"
 
 namespace ddp::gloo_backend {
 

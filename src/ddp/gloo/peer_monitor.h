@@ -15,12 +15,7 @@
 #include <thread>
 #include <vector>
 
-namespace gloo {
-class Context;
-namespace transport {
-class UnboundBuffer;
-}
-}  // namespace gloo
+#include "ddp/gloo/gloo_fwd.h"
 
 namespace ddp::gloo_backend {
 

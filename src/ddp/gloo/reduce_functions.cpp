@@ -45,24 +45,20 @@ struct Sum {
   template <typename T>
   T operator()(T x, T y) const { return x + y; }
 };
-// min/max propagate NaN, as torch.minimum/maximum do.
+// min/max propagate NaN, as torch.minimum/maximum do: a NaN in y is taken, one in x is kept (every
+// comparison with it is false). GCC compiles these to the same vector selects as an if/return.
+template <typename T>
+bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>) return v != v;
+  return false;
+}
 struct Min {
   template <typename T>
-  T operator()(T x, T y) const {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (y != y) return y;
-    }
-    return y < x ? y : x;
-  }
+  T operator()(T x, T y) const { return is_nan(y) || y < x ? y : x; }
 };
 struct Max {
   template <typename T>
-  T operator()(T x, T y) const {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (y != y) return y;
-    }
-    return x < y ? y : x;
-  }
+  T operator()(T x, T y) const { return is_nan(y) || x < y ? y : x; }
 };
 
 template <typename T, template <typename, typename> class Apply>

@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -98,11 +97,9 @@ class Sources {
 int parse_int(const Raw& r, long long lo, long long hi) { return static_cast<int>(util::parse_int(r.source, r.value, lo, hi)); }
 
 std::chrono::milliseconds parse_seconds(const Raw& r, double lo, bool lo_inclusive) {
-  errno = 0;
-  char* end = nullptr;
-  double v = std::strtod(r.value.c_str(), &end);
-  if (r.value.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
-    throw ConfigError(r.source + "='" + r.value + "' is not a number of seconds");
+  const std::optional<double> seconds = util::to_real(r.value);
+  if (!seconds) throw ConfigError(r.source + "='" + r.value + "' is not a number of seconds");
+  const double v = *seconds;
   if (v < lo || (!lo_inclusive && v == lo) || v > 7 * 24 * 3600.0)
     throw ConfigError(r.source + "='" + r.value + "' is out of range: expected " + (lo_inclusive ? ">= " : "> ") +
                       std::to_string(static_cast<int>(lo)) + " seconds, at most a week");
@@ -185,6 +182,8 @@ std::string resolve_program(const std::string& program, const EnvMap& env) {
 }
 
 // ---- parsing --------------------------------------------------------------------------------------
+// Not util::parse_command_line (cxxopts): ddprun stops at the first positional word, and everything
+// from there on belongs to the program it runs, flags included (torchrun's contract).
 LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMap& env) {
   LaunchConfig c;
   std::map<std::string, std::string> cli;

@@ -21,14 +21,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ddp/reducer/autograd_compat.h"  // torch::autograd::Node, declared there for the reducer's files
 #include "ddp/reducer/bucket.h"
 #include "ddp/reducer/bucket_assignment.h"
-
-namespace torch {
-namespace autograd {
-struct Node;
-}  // namespace autograd
-}  // namespace torch
 
 namespace ddp::detail {
 

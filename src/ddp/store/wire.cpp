@@ -67,41 +67,36 @@ std::optional<Op> op_from_code(Dialect dialect, uint8_t code) {
   return std::nullopt;
 }
 
-ParseStatus Reader::length(uint64_t& n, uint64_t limit, const char* what) {
-  ParseStatus s = u64(n);
+ParseStatus Reader::field(uint64_t limit, const char* what, const uint8_t** begin, uint64_t* n) {
+  const size_t start = pos_;
+  ParseStatus s = u64(*n);
   if (s != ParseStatus::kOk) return s;
-  if (n > limit)
-    return fail(std::string(what) + " of " + std::to_string(n) + " bytes exceeds the limit of " +
+  if (*n > limit)
+    return fail(std::string(what) + " of " + std::to_string(*n) + " bytes exceeds the limit of " +
                 std::to_string(limit));
+  if (available() < *n) {
+    pos_ = start;
+    return ParseStatus::kNeedMore;
+  }
+  *begin = data_ + pos_;
+  pos_ += *n;
   return ParseStatus::kOk;
 }
 
 ParseStatus Reader::str(std::string& out, uint64_t limit) {
-  size_t start = pos_;
+  const uint8_t* begin = nullptr;
   uint64_t n = 0;
-  ParseStatus s = length(n, limit, "key");
-  if (s != ParseStatus::kOk) return s;
-  if (available() < n) {
-    pos_ = start;
-    return ParseStatus::kNeedMore;
-  }
-  out.assign(reinterpret_cast<const char*>(data_ + pos_), n);
-  pos_ += n;
-  return ParseStatus::kOk;
+  ParseStatus s = field(limit, "key", &begin, &n);
+  if (s == ParseStatus::kOk) out.assign(reinterpret_cast<const char*>(begin), n);
+  return s;
 }
 
 ParseStatus Reader::bytes(Bytes& out, uint64_t limit) {
-  size_t start = pos_;
+  const uint8_t* begin = nullptr;
   uint64_t n = 0;
-  ParseStatus s = length(n, limit, "value");
-  if (s != ParseStatus::kOk) return s;
-  if (available() < n) {
-    pos_ = start;
-    return ParseStatus::kNeedMore;
-  }
-  out.assign(data_ + pos_, data_ + pos_ + n);
-  pos_ += n;
-  return ParseStatus::kOk;
+  ParseStatus s = field(limit, "value", &begin, &n);
+  if (s == ParseStatus::kOk) out.assign(begin, begin + n);
+  return s;
 }
 
 std::optional<int64_t> parse_counter(const Bytes& value) {

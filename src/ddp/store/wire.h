@@ -114,7 +114,9 @@ class Reader {
     pos_ += n;
     return ParseStatus::kOk;
   }
-  ParseStatus length(uint64_t& n, uint64_t limit, const char* what);
+  /// A length-prefixed field, all there: [*begin, *begin + *n), consumed. On kNeedMore nothing is
+  /// consumed, so the read can start again when more bytes arrive.
+  ParseStatus field(uint64_t limit, const char* what, const uint8_t** begin, uint64_t* n);
   const uint8_t* data_;
   size_t size_;
   size_t pos_ = 0;
