@@ -7,6 +7,7 @@
 //   cli.add_options()("out", "output folder", cxxopts::value<std::string>());
 //   auto args = ddp::util::parse_command_line(cli, argc, argv, ddp::util::CommandLineRules().required({"out"}));
 //   if (!args) return 0;  // --help or --version was printed
+#include <torch/arg.h>
 #include <cxxopts.hpp>
 
 #include <optional>
@@ -17,39 +18,16 @@
 
 namespace ddp::util {
 
-class CommandLineRules {
- public:
+struct CommandLineRules {
   /// Flags that must be given: ConfigError "<program>: --<flag> is required" otherwise.
-  CommandLineRules& required(std::vector<std::string> flags) {
-    required_ = std::move(flags);
-    return *this;
-  }
+  TORCH_ARG(std::vector<std::string>, required);
   /// --help ends with help_epilogue(program).
-  CommandLineRules& epilogue(HelpFor program) {
-    epilogue_ = program;
-    return *this;
-  }
+  TORCH_ARG(std::optional<HelpFor>, epilogue);
   /// The option groups --help lists, in this order (default: all, in the order they were added).
-  CommandLineRules& help_groups(std::vector<std::string> groups) {
-    help_groups_ = std::move(groups);
-    return *this;
-  }
+  TORCH_ARG(std::vector<std::string>, help_groups);
   /// The --help group that lists --version and -h/--help themselves (default: the unnamed one);
   /// with help_groups() it must be one of them, or --help would not mention itself.
-  CommandLineRules& help_flags_group(std::string group) {
-    help_flags_group_ = std::move(group);
-    return *this;
-  }
-  const std::vector<std::string>& required() const { return required_; }
-  const std::optional<HelpFor>& epilogue() const { return epilogue_; }
-  const std::vector<std::string>& help_groups() const { return help_groups_; }
-  const std::string& help_flags_group() const { return help_flags_group_; }
-
- private:
-  std::vector<std::string> required_;
-  std::optional<HelpFor> epilogue_;
-  std::vector<std::string> help_groups_;
-  std::string help_flags_group_;
+  TORCH_ARG(std::string, help_flags_group);
 };
 
 /// Adds --version and -h/--help to `cli` and parses. Prints the help or the version line to stdout

@@ -12,6 +12,7 @@
 // An exception thrown by the producer for batch i is rethrown by the next() that would return i.
 // workers(0) produces each batch inline inside next() (no threads).
 
+#include <torch/arg.h>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -27,20 +28,10 @@
 namespace ddp::util {
 
 struct PrefetchOptions {
-  PrefetchOptions& workers(int v) {
-    workers_ = v;
-    return *this;
-  }
-  PrefetchOptions& capacity(int v) {
-    capacity_ = v;
-    return *this;
-  }
-  int workers() const { return workers_; }
-  int capacity() const { return capacity_; }
-
- private:
-  int workers_ = 1;   ///< background threads; 0: produce inline in next()
-  int capacity_ = 4;  ///< batches produced ahead of the consumer (>= 1)
+  /// background threads; 0: produce inline in next()
+  TORCH_ARG(int, workers) = 1;
+  /// batches produced ahead of the consumer (>= 1)
+  TORCH_ARG(int, capacity) = 4;
 };
 
 template <typename T>

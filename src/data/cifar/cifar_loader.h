@@ -10,6 +10,7 @@
 //
 // What a batch holds depends only on (indices, epoch, seed), never on thread timing.
 
+#include <torch/arg.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
@@ -30,23 +31,15 @@ struct CifarBatch {
 };
 
 struct CifarLoaderOptions {
-#define DDP_LOADER_OPTION(type, name, init) \
-  CifarLoaderOptions& name(type v) {        \
-    name##_ = v;                            \
-    return *this;                           \
-  }                                         \
-  type name() const { return name##_; }     \
-  type name##_ = init
-  DDP_LOADER_OPTION(int64_t, batch_size, 64);
+  TORCH_ARG(int64_t, batch_size) = 64;
   /// Background threads assembling batches; 0 assembles them inline in next().
-  DDP_LOADER_OPTION(int, workers, 1);
+  TORCH_ARG(int, workers) = 1;
   /// Ready batches kept ahead of the consumer.
-  DDP_LOADER_OPTION(int, prefetch, 4);
+  TORCH_ARG(int, prefetch) = 4;
   /// Drop a last batch smaller than batch_size (DataLoader's drop_last).
-  DDP_LOADER_OPTION(bool, drop_last, false);
-  DDP_LOADER_OPTION(c10::Device, device, c10::Device(c10::kCPU));
-  DDP_LOADER_OPTION(CifarAugment, augment, CifarAugment().enabled(false));
-#undef DDP_LOADER_OPTION
+  TORCH_ARG(bool, drop_last) = false;
+  TORCH_ARG(c10::Device, device) = c10::Device(c10::kCPU);
+  TORCH_ARG(CifarAugment, augment) = CifarAugment().enabled(false);
 };
 
 class CifarLoader {

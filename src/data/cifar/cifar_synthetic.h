@@ -7,6 +7,7 @@
 //
 //   write_synthetic_cifar10(SyntheticCifarOptions().out_dir("/tmp/c10").train(10000).test(2000));
 
+#include <torch/arg.h>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,26 +17,18 @@
 namespace ddp::data::cifar {
 
 struct SyntheticCifarOptions {
-#define DDP_SYN_OPTION(type, name, init) \
-  SyntheticCifarOptions& name(type v) {  \
-    name##_ = v;                         \
-    return *this;                        \
-  }                                      \
-  const type& name() const { return name##_; } \
-  type name##_ = init
-  DDP_SYN_OPTION(std::string, out_dir, "");
+  TORCH_ARG(std::string, out_dir) = "";
   /// Training images; split evenly over data_batch_1..5, so a multiple of 5.
-  DDP_SYN_OPTION(int64_t, train, 50000);
-  DDP_SYN_OPTION(int64_t, test, 10000);
-  DDP_SYN_OPTION(uint64_t, seed, 0);
+  TORCH_ARG(int64_t, train) = 50000;
+  TORCH_ARG(int64_t, test) = 10000;
+  TORCH_ARG(uint64_t, seed) = 0;
   /// Strength of the class signal in [0, 1]: colour and stripes are blended with grey by it (1:
   /// easy, >= 90% in two epochs; ~0.15: a harder task that still learns).
-  DDP_SYN_OPTION(double, signal, 1.0);
+  TORCH_ARG(double, signal) = 1.0;
   /// Standard deviation of the per-pixel noise (0-255 scale).
-  DDP_SYN_OPTION(double, noise, 25.0);
-  DDP_SYN_OPTION(bool, write_binary, true);  ///< cifar-10-batches-bin/
-  DDP_SYN_OPTION(bool, write_python, true);  ///< cifar-10-batches-py/ (protocol-2 pickles)
-#undef DDP_SYN_OPTION
+  TORCH_ARG(double, noise) = 25.0;
+  TORCH_ARG(bool, write_binary) = true;  ///< cifar-10-batches-bin/
+  TORCH_ARG(bool, write_python) = true;  ///< cifar-10-batches-py/ (protocol-2 pickles)
 };
 
 /// The images of a split (0 = train, 1 = test), a pure function of its arguments.

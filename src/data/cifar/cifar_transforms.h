@@ -9,6 +9,7 @@
 //   CifarAugment aug = CifarAugment().seed(1);
 //   assemble_cifar_batch(split, idx.data(), idx.size(), aug, epoch, images, labels);
 
+#include <torch/arg.h>
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -22,32 +23,13 @@ extern const float kCifarMean[3];
 extern const float kCifarStd[3];
 
 struct CifarAugment {
-  CifarAugment& enabled(bool v) {
-    enabled_ = v;
-    return *this;
-  }
-  CifarAugment& padding(int v) {
-    padding_ = v;
-    return *this;
-  }
-  CifarAugment& flip(bool v) {
-    flip_ = v;
-    return *this;
-  }
-  CifarAugment& seed(uint64_t v) {
-    seed_ = v;
-    return *this;
-  }
-  bool enabled() const { return enabled_; }
-  int padding() const { return padding_; }
-  bool flip() const { return flip_; }
-  uint64_t seed() const { return seed_; }
-
- private:
-  bool enabled_ = true;  ///< false: normalise only (the test set)
-  int padding_ = 4;      ///< RandomCrop(32, padding); 0 disables the crop
-  bool flip_ = true;     ///< RandomHorizontalFlip(p=0.5)
-  uint64_t seed_ = 0;
+  /// false: normalise only (the test set)
+  TORCH_ARG(bool, enabled) = true;
+  /// RandomCrop(32, padding); 0 disables the crop
+  TORCH_ARG(int, padding) = 4;
+  /// RandomHorizontalFlip(p=0.5)
+  TORCH_ARG(bool, flip) = true;
+  TORCH_ARG(uint64_t, seed) = 0;
 };
 
 /// The crop offsets (dy, dx in [-padding, padding]) and flip a sample gets in an epoch.

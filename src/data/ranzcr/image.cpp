@@ -99,14 +99,14 @@ void to_input(const cv::Mat& image, float* out, const AugmentOptions* augment, R
   cv::Mat source = image;
   float scale = 1.f, shift = 0.f;
   if (augment && rng) {
-    const double area = rng->uniform(augment->crop_scale_min, 1.0);
-    const double log_ratio = std::log(augment->crop_ratio_max);
+    const double area = rng->uniform(augment->crop_scale_min(), 1.0);
+    const double log_ratio = std::log(augment->crop_ratio_max());
     const double ratio = std::exp(rng->uniform(-log_ratio, log_ratio));
     const double crop_w = std::min(1.0, std::sqrt(area * ratio)) * size;
     const double crop_h = std::min(1.0, std::sqrt(area / ratio)) * size;
     const double cx = rng->uniform(crop_w / 2, size - crop_w / 2 + 1e-9);
     const double cy = rng->uniform(crop_h / 2, size - crop_h / 2 + 1e-9);
-    const double angle = rng->uniform(-augment->rotate_degrees, augment->rotate_degrees) * CV_PI / 180.0;
+    const double angle = rng->uniform(-augment->rotate_degrees(), augment->rotate_degrees()) * CV_PI / 180.0;
     // Output pixel p maps to source C + R(angle) * diag(crop_w, crop_h) / size * (p - size/2).
     const double a = std::cos(angle), b = std::sin(angle);
     const double sx = crop_w / size, sy = crop_h / size;
@@ -118,8 +118,8 @@ void to_input(const cv::Mat& image, float* out, const AugmentOptions* augment, R
     cv::warpAffine(image, warped, m, image.size(), cv::INTER_LINEAR | cv::WARP_INVERSE_MAP,
                    cv::BORDER_REFLECT_101);
     source = warped;
-    scale = 1.f + static_cast<float>(rng->uniform(-augment->contrast, augment->contrast));
-    shift = static_cast<float>(rng->uniform(-augment->brightness, augment->brightness));
+    scale = 1.f + static_cast<float>(rng->uniform(-augment->contrast(), augment->contrast()));
+    shift = static_cast<float>(rng->uniform(-augment->brightness(), augment->brightness()));
   }
   // Brightness, contrast and normalisation in one table lookup per pixel.
   float lut[256];

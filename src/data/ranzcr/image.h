@@ -10,6 +10,7 @@
 
 #include "data/ranzcr/random.h"
 
+#include <torch/arg.h>
 #include <opencv2/core/mat.hpp>
 
 #include <cstdint>
@@ -25,13 +26,13 @@ constexpr float kPixelStd = 0.226f;
 
 struct AugmentOptions {
   /// Random resized crop: area fraction in [crop_scale_min, 1], aspect ratio in [1/r, r].
-  double crop_scale_min = 0.85;
-  double crop_ratio_max = 1.1;
+  TORCH_ARG(double, crop_scale_min) = 0.85;
+  TORCH_ARG(double, crop_ratio_max) = 1.1;
   /// Rotation in degrees, uniform in [-rotate_degrees, rotate_degrees].
-  double rotate_degrees = 7.0;
+  TORCH_ARG(double, rotate_degrees) = 7.0;
   /// out = in * (1 + c) + b with c in [-contrast, contrast], b in [-brightness, brightness].
-  double brightness = 0.1;
-  double contrast = 0.1;
+  TORCH_ARG(double, brightness) = 0.1;
+  TORCH_ARG(double, contrast) = 0.1;
 };
 
 /// Width and height from a JPEG's SOF marker; false when `data` is not a JPEG we can parse.

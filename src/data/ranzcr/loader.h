@@ -17,6 +17,7 @@
 #include "data/ranzcr/image.h"
 #include "data/ranzcr/records.h"
 
+#include <torch/arg.h>
 #include <ATen/core/Tensor.h>
 
 #include <atomic>
@@ -49,47 +50,22 @@ struct Dataset {
 int64_t check_images_exist(Dataset& dataset, bool skip_missing);
 
 struct LoaderOptions {
-  LoaderOptions& batch_size(int64_t v) { batch_size_ = v; return *this; }
-  LoaderOptions& image_size(int v) { image_size_ = v; return *this; }
+  TORCH_ARG(int64_t, batch_size) = 32;
+  TORCH_ARG(int, image_size) = 224;
   /// Decoding threads (0: decode on the calling thread inside next(), no prefetch).
-  LoaderOptions& workers(int v) { workers_ = v; return *this; }
+  TORCH_ARG(int, workers) = 2;
   /// Batches prepared ahead of the one being consumed.
-  LoaderOptions& prefetch_batches(int v) { prefetch_batches_ = v; return *this; }
-  LoaderOptions& augment(bool v) { augment_ = v; return *this; }
-  LoaderOptions& augment_options(AugmentOptions v) { augment_options_ = v; return *this; }
-  LoaderOptions& seed(uint64_t v) { seed_ = v; return *this; }
+  TORCH_ARG(int, prefetch_batches) = 4;
+  TORCH_ARG(bool, augment) = false;
+  TORCH_ARG(AugmentOptions, augment_options);
+  TORCH_ARG(uint64_t, seed) = 0;
   /// An undecodable image becomes a zero image with valid = 0 (and a warning) instead of an error.
-  LoaderOptions& skip_bad_images(bool v) { skip_bad_images_ = v; return *this; }
+  TORCH_ARG(bool, skip_bad_images) = false;
   /// Folder of resized images (ImageCache); empty: decode every time.
-  LoaderOptions& cache_dir(std::string v) { cache_dir_ = std::move(v); return *this; }
+  TORCH_ARG(std::string, cache_dir);
   /// Allocate batches in page-locked memory (CUDA builds only) for asynchronous copies.
-  LoaderOptions& pin_memory(bool v) { pin_memory_ = v; return *this; }
-  LoaderOptions& drop_last(bool v) { drop_last_ = v; return *this; }
-
-  int64_t batch_size() const { return batch_size_; }
-  int image_size() const { return image_size_; }
-  int workers() const { return workers_; }
-  int prefetch_batches() const { return prefetch_batches_; }
-  bool augment() const { return augment_; }
-  const AugmentOptions& augment_options() const { return augment_options_; }
-  uint64_t seed() const { return seed_; }
-  bool skip_bad_images() const { return skip_bad_images_; }
-  const std::string& cache_dir() const { return cache_dir_; }
-  bool pin_memory() const { return pin_memory_; }
-  bool drop_last() const { return drop_last_; }
-
- private:
-  int64_t batch_size_ = 32;
-  int image_size_ = 224;
-  int workers_ = 2;
-  int prefetch_batches_ = 4;
-  bool augment_ = false;
-  AugmentOptions augment_options_;
-  uint64_t seed_ = 0;
-  bool skip_bad_images_ = false;
-  std::string cache_dir_;
-  bool pin_memory_ = false;
-  bool drop_last_ = false;
+  TORCH_ARG(bool, pin_memory) = false;
+  TORCH_ARG(bool, drop_last) = false;
 };
 
 struct Batch {

@@ -33,16 +33,16 @@ std::string quote_keys(const std::vector<std::string>& keys) {
 }
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
-  op_timeout_ = options_.connect_timeout;
+  op_timeout_ = options_.connect_timeout();
   handshake();
 }
 
 Fd Client::open_connection(Clock::time_point deadline) {
-  Fd fd = connect_with_retry(options_.host, options_.port, deadline);
-  if (options_.token.empty()) return fd;
+  Fd fd = connect_with_retry(options_.host(), options_.port(), deadline);
+  if (options_.token().empty()) return fd;
   Writer w;
-  w.u8(kHelloByte).raw(kHelloMagic, 4).u32(static_cast<uint32_t>(options_.token.size()));
-  w.raw(options_.token.data(), options_.token.size());
+  w.u8(kHelloByte).raw(kHelloMagic, 4).u32(static_cast<uint32_t>(options_.token().size()));
+  w.raw(options_.token().data(), options_.token().size());
   auto hs_deadline = Clock::now() + kProbeTimeout;
   int err = 0;
   uint8_t reply[2] = {0, 0};
@@ -56,7 +56,7 @@ Fd Client::open_connection(Clock::time_point deadline) {
 }
 
 void Client::handshake() {
-  const auto deadline = deadline_after(options_.connect_timeout);
+  const auto deadline = deadline_after(options_.connect_timeout());
   int err = 0;
 
   // 1. The c10d >= 2.1 numbering: VALIDATE, GETNUMKEYS, then a CHECK of 128 empty keys. Every v2

@@ -5,6 +5,7 @@
 // server speaks (see wire.h and docs/STORE.md, "Dialect detection"). Not thread-safe by itself:
 // TCPStore serialises calls with a mutex.
 
+#include <torch/arg.h>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -15,10 +16,10 @@
 namespace ddp::store {
 
 struct ClientOptions {
-  std::string host;
-  int port = 0;
-  std::chrono::milliseconds connect_timeout{std::chrono::minutes(5)};
-  std::string token;
+  TORCH_ARG(std::string, host);
+  TORCH_ARG(int, port) = 0;
+  TORCH_ARG(std::chrono::milliseconds, connect_timeout) = std::chrono::minutes(5);
+  TORCH_ARG(std::string, token);
 };
 
 class Client {

@@ -26,10 +26,7 @@ TCPStore::TCPStore(TCPStoreOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->port = impl_->server->port();
   }
   store::ClientOptions co;
-  co.host = o.host();
-  co.port = impl_->port;
-  co.connect_timeout = o.connect_timeout();
-  co.token = o.token();
+  co.host(o.host()).port(impl_->port).connect_timeout(o.connect_timeout()).token(o.token());
   impl_->client = std::make_unique<store::Client>(std::move(co));
 }
 
