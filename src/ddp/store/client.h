@@ -39,7 +39,7 @@ class Client {
   int64_t num_keys(std::chrono::milliseconds timeout);
 
   Dialect dialect() const { return dialect_; }
-  std::string address() const { return options_.host + ":" + std::to_string(options_.port); }
+  std::string address() const { return options_.host() + ":" + std::to_string(options_.port()); }
 
  private:
   /// Connects and presents the token; the connection is not validated yet.
