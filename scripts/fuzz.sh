@@ -9,12 +9,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:?usage: fuzz.sh TARGET SECONDS [OUT_DIR]} seconds=${2:?usage: fuzz.sh TARGET SECONDS [OUT_DIR]}
 out=${3:-build-fuzz/$target}
-# The sources each target needs (no LibTorch: the parsers are plain C++).
-case $target in
-  idx) sources=(src/data/idx/idx_file.cpp src/data/common/gzip.cpp src/data/common/file_bytes.cpp
-                src/data/cifar/cifar_from_idx.cpp) libs=(-lz) ;;
-  *) echo "fuzz.sh: unknown target '$target'" >&2; exit 2 ;;
-esac
+# What the target is built from: tests/fuzz/TARGET.sources (sources, -l and -I flags), the same list
+# the replay ctest builds from (no LibTorch library: the parsers are plain C++).
+list=tests/fuzz/$target.sources
+if [[ ! -f $list || ! -f tests/fuzz/${target}_fuzz.cpp ]]; then
+  echo "fuzz.sh: unknown target '$target' (no $list or tests/fuzz/${target}_fuzz.cpp)" >&2
+  exit 2
+fi
+sources=() flags=()
+while read -r line; do
+  [[ -z $line || $line == \#* ]] && continue
+  case $line in -l*|-I*) flags+=("$line") ;; *) sources+=("$line") ;; esac
+done < "$list"
 clangxx=$(command -v clang++ || command -v clang++-14 || true)
 if [[ -z $clangxx ]]; then
   echo "fuzz.sh: clang++ not found (Debian: apt-get install clang libclang-rt-14-dev)" >&2
@@ -22,7 +28,7 @@ if [[ -z $clangxx ]]; then
 fi
 mkdir -p "$out/corpus"
 "$clangxx" -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -Iinclude -Isrc "tests/fuzz/${target}_fuzz.cpp" "${sources[@]}" "${libs[@]}" -o "$out/${target}_fuzz"
+  -Iinclude -Isrc "tests/fuzz/${target}_fuzz.cpp" "${sources[@]}" "${flags[@]}" -lpthread -o "$out/${target}_fuzz"
 echo "fuzz.sh: running $target for $seconds s"
 set +e
 "$out/${target}_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
