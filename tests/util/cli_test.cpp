@@ -56,6 +56,20 @@ TEST(CommandLine, BadCommandLinesAreConfigErrorsNamingTheProgram) {
   EXPECT_EQ(error_of({"stray"}), "prog: unexpected argument 'stray'");
 }
 
+TEST(CommandLine, AValueOfTheWrongTypeNamesItsFlag) {
+  EXPECT_EQ(error_of({"--count", "two"}), "prog: --count: 'two' is not a valid value (see --help)");
+  EXPECT_EQ(error_of({"--count=2x"}), "prog: --count: '2x' is not a valid value (see --help)");
+}
+
+// A 32 KiB argument used to overflow the stack inside cxxopts' std::regex (a segfault): any argument
+// longer than a path is refused before cxxopts sees it.
+TEST(CommandLine, AnArgumentLongerThanAPathIsRefusedNotACrash) {
+  EXPECT_EQ(error_of({"--count", std::string(65536, '9')}),
+            "prog: argument 2 ('99999999999999999999999999999999... (65536 bytes)') is longer than 4096 bytes");
+  EXPECT_NE(error_of({"--out=" + std::string(65536, 'a')}).find("longer than 4096 bytes"), std::string::npos);
+  ASSERT_TRUE(parse({"--out", std::string(4096, 'a')}));
+}
+
 TEST(CommandLine, HelpListsTheChosenGroupsWithTheHelpFlagsInTheirGroup) {
   const std::string only_runtime =
       help_of(CommandLineRules().help_groups({"Runtime"}).help_flags_group("Runtime"));
