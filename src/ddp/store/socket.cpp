@@ -169,10 +169,10 @@ Fd connect_with_retry(const std::string& host, int port, Clock::time_point deadl
     DDP_LOG(DEBUG) << "store: " << host << ":" << port << " not reachable yet (" << last_error
                    << "), retrying";
     if (now >= next_warn && (dns || now - start >= std::chrono::seconds(10)) && now < deadline) {
-      auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - now).count();
       DDP_LOG(WARN) << "store: " << (dns ? "cannot resolve store host '" + host + "'" : "cannot connect to store at " + host + ":" + service)
-                    << " (" << last_error << "); retried " << attempts << " times over "
-                    << seconds_text(now - start) << ", retrying for up to " << left << " s more (connect_timeout)";
+                    << " (" << last_error << ") after " << attempts << " attempt(s) in "
+                    << seconds_text(now - start) << "; retrying for up to " << seconds_text(deadline - now)
+                    << " more (connect_timeout)";
       next_warn = now + std::chrono::seconds(30);
     }
     if (now >= deadline) break;
