@@ -117,8 +117,9 @@ struct TCPStoreOptions {
   TORCH_ARG(uint64_t, max_connection_input_bytes) = 80ull << 20;
   /// Reply bytes one connection may leave unread; checked before a reply is built.
   TORCH_ARG(uint64_t, max_connection_output_bytes) = 256ull << 20;
-  /// How long a new connection has to present its token hello (with a token) and its first
-  /// request; a connection still silent or unauthenticated then is closed.
+  /// How long a new connection has to present its token hello and its first request (with a
+  /// token), or to finish a first request it has begun (without one: a silent connection is kept,
+  /// as c10d 1.x clients connect and stay silent until their first operation).
   TORCH_ARG(std::chrono::milliseconds, hello_timeout) = std::chrono::seconds(60);
 };
 

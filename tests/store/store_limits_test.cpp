@@ -170,9 +170,11 @@ TEST(StoreLimits, ConnectionCapRefusesExtraConnections) {
   EXPECT_NE(host.proc.output().find("max_connections"), std::string::npos) << host.proc.output();
 }
 
-// The hello deadline: a connection that stays silent, sends half a request or (with a token) never
-// presents it is closed after hello_timeout; one that has spoken may then idle as long as it likes.
-TEST(StoreLimits, HelloDeadlineClosesSilentAndHalfOpenConnections) {
+// The hello deadline without a token: a connection that begins its first request and does not
+// finish it is closed after hello_timeout. A silent one stays (torch 1.13's client connects and says
+// nothing until its first operation; closing it broke the client with "Broken pipe"), and so does
+// one that has spoken and then idles.
+TEST(StoreLimits, HelloDeadlineClosesHalfOpenConnections) {
   Host host(std::map<std::string, std::string>{{"STORE_TEST_HELLO_MS", "500"}});
   auto good = connect_client(host.port, 10s);
   RawSocket silent(host.port);
@@ -181,16 +183,38 @@ TEST(StoreLimits, HelloDeadlineClosesSilentAndHalfOpenConnections) {
   RawSocket spoke(host.port);
   spoke.send(kValidate);
   auto start = std::chrono::steady_clock::now();
-  EXPECT_TRUE(silent.closed_by_peer(5s));
   EXPECT_TRUE(half.closed_by_peer(5s));
   EXPECT_LT(ddp::testing::elapsed_ms(start), 4000);
-  std::this_thread::sleep_for(1s);  // well past the deadline: idle clients that spoke stay
+  std::this_thread::sleep_for(1s);  // well past the deadline
+  EXPECT_FALSE(silent.closed_by_peer(100ms));
   EXPECT_FALSE(spoke.closed_by_peer(100ms));
+  // The silent one can still start talking (a c10d 1.x client's first operation).
+  silent.send(std::string(1, '\x06'));  // legacy GETNUMKEYS
+  EXPECT_EQ(silent.recv(8, 3s).size(), 8u);
   good->set("k", "v");
   EXPECT_EQ(good->get_string("k"), "v");
   host.expect_serving("hello");
   EXPECT_EQ(host.stop(), 0);
   EXPECT_NE(host.proc.output().find("hello_timeout"), std::string::npos) << host.proc.output();
+}
+
+// PyTorch's own client (torch 1.13 here: it connects, plus a silent watch-key socket, and says
+// nothing until its first operation) idles past hello_timeout and still works.
+TEST(StoreLimits, IdleTorchClientOutlivesTheHelloDeadline) {
+  Host host(std::map<std::string, std::string>{{"STORE_TEST_HELLO_MS", "300"}});
+  const std::string script =
+      "import datetime, os, time, torch.distributed as dist\n"
+      "s = dist.TCPStore('127.0.0.1', int(os.environ['PORT']), is_master=False,\n"
+      "                  timeout=datetime.timedelta(seconds=10))\n"
+      "time.sleep(1.5)\n"
+      "s.set('x', '1')\n"
+      "assert s.get('x') == b'1'\n"
+      "time.sleep(1)\n"
+      "assert s.add('c', 2) == 2\n";
+  Subprocess py({DDP_PYTHON, "-c", script}, {{"PORT", std::to_string(host.port)}});
+  EXPECT_EQ(py.wait(60s), 0) << py.output();
+  host.expect_serving("torch-idle");
+  EXPECT_EQ(host.stop(), 0);
 }
 
 TEST(StoreLimits, HelloDeadlineClosesClientsWithoutTheToken) {

@@ -143,7 +143,7 @@ class Server final : public TCPStoreServer {
   }
 
   /// epoll_wait's timeout: until the next hello deadline or accept resumption; -1 only when
-  /// nothing is pending (every connection has said hello and accepting is on).
+  /// nothing is pending (no connection before its first request and accepting is on).
   int next_timeout_ms() const {
     std::optional<Clock::time_point> next;
     if (!hello_deadlines_.empty()) next = hello_deadlines_.front().first;
@@ -153,8 +153,11 @@ class Server final : public TCPStoreServer {
     return static_cast<int>(std::clamp<long long>(ms, 0, 60 * 60 * 1000));
   }
 
-  /// Closes connections that have not said hello (token and first request) by their deadline.
-  /// Deadlines are queued in accept order, all with the same timeout, so the front is the oldest.
+  /// Closes connections that have not said hello by their deadline: with a token, the token hello
+  /// and the first request; without one, a first request begun and not finished. A silent
+  /// connection without a token is kept (re-armed): c10d 1.x clients connect and stay silent until
+  /// their first operation, and their watch-key callback socket never speaks at all.
+  /// Deadlines are queued in order, all now + the same timeout, so the front is the oldest.
   void expire_hellos() {
     auto now = Clock::now();
     while (!hello_deadlines_.empty() && hello_deadlines_.front().first <= now) {
@@ -162,6 +165,10 @@ class Server final : public TCPStoreServer {
       hello_deadlines_.pop_front();
       auto it = conns_.find(id);
       if (it == conns_.end() || it->second->closing || it->second->stage == Connection::Stage::kReady) continue;
+      if (token_.empty() && it->second->unparsed() == 0) {
+        hello_deadlines_.emplace_back(now + hello_timeout_, id);
+        continue;
+      }
       close_with(*it->second, std::string(it->second->stage == Connection::Stage::kHello
                                                ? "did not present the store token"
                                                : "sent no request") +
