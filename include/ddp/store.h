@@ -91,7 +91,7 @@ struct TCPStoreOptions {
   TORCH_ARG(std::string, host) = "127.0.0.1";
   /// 0 with is_server: pick a free port (read it back with TCPStore::port()).
   TORCH_ARG(int, port) = 29500;
-  /// Host the server in this process too (it listens on all interfaces).
+  /// Host the server in this process too (on bind_address(), by default all interfaces).
   TORCH_ARG(bool, is_server) = false;
   /// Per-operation timeout (get, wait).
   TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::minutes(5);
@@ -101,6 +101,26 @@ struct TCPStoreOptions {
   /// the client presents it. Defaults to $DDP_STORE_TOKEN; token("") turns it off explicitly.
   /// A c10d (PyTorch) client cannot join a server that has a token.
   TORCH_ARG(std::string, token) = default_store_token();
+
+  // The server's resource model (used with is_server and by TCPStoreServer::start(options); see
+  // docs/STORE.md for why each default is what it is). A client over a limit has its connection
+  // closed with a logged reason; the server and every other client carry on.
+
+  /// Address the server listens on: "" = all interfaces (IPv6 dual-stack, else IPv4), as torch's
+  /// TCPStore; an IP or host name binds that one address (ConfigError when it is not local).
+  TORCH_ARG(std::string, bind_address) = "";
+  /// Connections the server holds at once; further ones are accepted and closed at once.
+  TORCH_ARG(int, max_connections) = 8192;
+  /// Bytes of keys plus values (and queued items) the server stores in all.
+  TORCH_ARG(uint64_t, max_stored_bytes) = 1ull << 30;
+  /// Unparsed request bytes one connection may buffer (one request must fit).
+  TORCH_ARG(uint64_t, max_connection_input_bytes) = 80ull << 20;
+  /// Reply bytes one connection may leave unread; checked before a reply is built.
+  TORCH_ARG(uint64_t, max_connection_output_bytes) = 256ull << 20;
+  /// How long a new connection has to present its token hello and its first request (with a
+  /// token), or to finish a first request it has begun (without one: a silent connection is kept,
+  /// as c10d 1.x clients connect and stay silent until their first operation).
+  TORCH_ARG(std::chrono::milliseconds, hello_timeout) = std::chrono::seconds(60);
 };
 
 /// The TCP store: a client connection, plus the server when options.is_server().
@@ -135,8 +155,11 @@ class DDP_API TCPStore : public Store {
 class DDP_API TCPStoreServer {
  public:
   /// Listens on `port` (0: a free one) on all interfaces (IPv6 dual-stack, else IPv4);
-  /// `token` as in TCPStoreOptions (default $DDP_STORE_TOKEN). Throws StoreError.
+  /// `token` as in TCPStoreOptions (default $DDP_STORE_TOKEN); the other limits at their defaults.
+  /// Throws StoreError.
   static std::unique_ptr<TCPStoreServer> start(int port, const std::string& token = default_store_token());
+  /// Listens on options.port() / bind_address() with options.token() and the limits in `options`.
+  static std::unique_ptr<TCPStoreServer> start(const TCPStoreOptions& options);
   virtual ~TCPStoreServer() = default;
   virtual int port() const = 0;
   /// Stops accepting and closes every connection; idempotent.

@@ -99,6 +99,10 @@ def schemas():
             "successPolicy": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
             "template": pod_template,
         }}
+    string_map = {"type": "object", "additionalProperties": {"type": "string"}}
+    _CACHE[("v1", "Secret")] = {"type": "object", "properties": dict(  # core/v1 Secret
+        top, type={"type": "string"}, immutable={"type": "boolean"},
+        data=dict(string_map, additionalProperties={"type": "string", "format": "byte"}), stringData=string_map)}
     _CACHE[("batch/v1", "Job")] = {"type": "object", "required": ["spec"], "properties": dict(top, spec=job_spec)}
     return _CACHE
 

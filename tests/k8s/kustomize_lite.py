@@ -1,6 +1,8 @@
 """Renders the kustomizations under k8s/ without kustomize: the subset of kustomize our manifests use.
 
 Supported kustomization fields: resources (files and directories with their own kustomization),
+secretGenerator (name, envs, literals, files, type; with generatorOptions.disableNameSuffixHash: true,
+since a hashed name would not be rewritten inside PyTorchJob/TrainJob pod templates),
 images (newName/newTag/digest, on every containers[]/initContainers[] image at any depth plus the
 fieldSpecs declared in `configurations`), patches holding JSON6902 operations (add, remove, replace,
 move, copy, test) with a target (group/version/kind/name/namespace), namespace. Anything else, a
@@ -9,12 +11,14 @@ tests/k8s/validate_manifests.py also renders with `kubectl kustomize` and requir
 
     objects = render("k8s/overlays/gpu")     # -> list of dicts, in resource order
 """
+import base64
 import copy
 import os
 
 import yaml
 
-SUPPORTED = {"apiVersion", "kind", "resources", "images", "patches", "configurations", "namespace"}
+SUPPORTED = {"apiVersion", "kind", "resources", "images", "patches", "configurations", "namespace",
+             "secretGenerator", "generatorOptions"}
 
 
 class KustomizeError(Exception):
@@ -54,6 +58,7 @@ def render(directory):
             objects += [copy.deepcopy(d) for d in load_yaml_docs(path)]
         else:
             raise KustomizeError(f"{kfile}: resource {res} not found")
+    objects += _generate_secrets(k, directory, kfile)
     _check_unique(objects, kfile)
     for p in k.get("patches", []):
         _apply_patch_entry(objects, p, directory, kfile)
@@ -68,6 +73,53 @@ def render(directory):
         for obj in objects:
             obj.setdefault("metadata", {})["namespace"] = k["namespace"]
     return objects
+
+
+# ---- secretGenerator ----------------------------------------------------------------------------
+
+def _read_env_file(path, kfile):
+    """KEY=VALUE lines as kustomize reads an env file: blank lines and # comments skipped."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if "=" not in line:
+                raise KustomizeError(f"{kfile}: {path}:{n}: expected KEY=VALUE")
+            key, value = line.split("=", 1)
+            out.append((key, value))
+    return out
+
+
+def _generate_secrets(k, directory, kfile):
+    gens = k.get("secretGenerator", [])
+    options = k.get("generatorOptions") or {}
+    if set(options) - {"disableNameSuffixHash"}:
+        raise KustomizeError(f"{kfile}: generatorOptions {sorted(set(options) - {'disableNameSuffixHash'})} not supported")
+    if gens and options.get("disableNameSuffixHash") is not True:
+        raise KustomizeError(f"{kfile}: secretGenerator needs generatorOptions.disableNameSuffixHash: true "
+                             "(kustomize_lite does not compute the name hash)")
+    secrets = []
+    for g in gens:
+        unknown = set(g) - {"name", "envs", "literals", "files", "type"}
+        if unknown:
+            raise KustomizeError(f"{kfile}: secretGenerator fields {sorted(unknown)} are not supported")
+        pairs = []
+        for e in g.get("envs", []):
+            pairs += _read_env_file(os.path.join(directory, e), kfile)
+        for lit in g.get("literals", []):
+            if "=" not in lit:
+                raise KustomizeError(f"{kfile}: literal {lit!r} is not KEY=VALUE")
+            pairs.append(tuple(lit.split("=", 1)))
+        for f in g.get("files", []):
+            key, _, rel = f.partition("=") if "=" in f else (os.path.basename(f), "", f)
+            with open(os.path.join(directory, rel), "rb") as fh:
+                pairs.append((key, fh.read().decode("utf-8")))
+        data = {key: base64.b64encode(value.encode("utf-8")).decode("ascii") for key, value in pairs}
+        secrets.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": g["name"]},
+                        "type": g.get("type", "Opaque"), "data": data})
+    return secrets
 
 
 def _check_unique(objects, where):

@@ -232,6 +232,36 @@ def check_repo_flags(repo, build_dir):
     return sorted(set(problems))
 
 
+def training_envs(obj):
+    """(where, env list) of every training container: PyTorchJob pods and a TrainJob's trainer."""
+    if obj.get("kind") == "PyTorchJob":
+        for path, pod in pod_specs(obj):
+            for c in pod.get("containers", []) or []:
+                yield f"{path} container {c.get('name')}", c.get("env", []) or []
+    elif obj.get("kind") == "TrainJob":
+        yield "spec.trainer", ((obj.get("spec") or {}).get("trainer") or {}).get("env", []) or []
+
+
+def check_store_token(objs):
+    """What a user applies: every training container gets DDP_STORE_TOKEN from a Secret rendered
+    with it (kustomize's secretGenerator), and every secretKeyRef names a key that exists."""
+    secrets = {o["metadata"]["name"]: set((o.get("data") or {}) | (o.get("stringData") or {}))
+               for o in objs if o.get("kind") == "Secret"}
+    errors = []
+    for obj in objs:
+        for where, env in training_envs(obj):
+            names = {e.get("name"): e for e in env}
+            tok = names.get("DDP_STORE_TOKEN")
+            if tok is None or "secretKeyRef" not in (tok.get("valueFrom") or {}):
+                errors.append(f"{describe(obj)} {where}: DDP_STORE_TOKEN must come from a Secret (secretKeyRef)")
+            for e in env:
+                ref = (e.get("valueFrom") or {}).get("secretKeyRef")
+                if ref and ref.get("key") not in secrets.get(ref.get("name"), set()):
+                    errors.append(f"{describe(obj)} {where}: env {e.get('name')} names Secret key "
+                                  f"{ref.get('name')}/{ref.get('key')}, which this kustomization does not render")
+    return errors
+
+
 def validate_repo(repo, build_dir):
     k8s_dir = os.path.join(repo, "k8s")
     targets = apply_targets(k8s_dir)
@@ -264,6 +294,8 @@ def validate_repo(repo, build_dir):
                             problems.append(f"{rel}: kustomize_lite and kubectl kustomize differ on {describe(o)}")
                     if set(mine) != {key(o) for o in theirs}:
                         problems.append(f"{rel}: kustomize_lite and kubectl kustomize render different objects")
+        if d in targets:
+            problems += [f"{rel} (rendered): {e}" for e in check_store_token(objs)]
         for obj in objs:
             count += 1
             errs = all_checks(obj, rendered=d in targets)

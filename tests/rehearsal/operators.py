@@ -67,6 +67,27 @@ class JobResult:
 _REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 
+# Secrets of the rendered manifests, name -> {key: value}; rehearse.py registers them as it renders
+# (kustomize's secretGenerator makes the store token's Secret).
+SECRETS = {}
+
+
+def env_value(e, field=None):
+    """The value of one env entry: value, secretKeyRef, or (with `field`, a fieldPath -> value
+    function) fieldRef."""
+    if "value" in e:
+        return str(e["value"])
+    src = e.get("valueFrom") or {}
+    if "secretKeyRef" in src:
+        ref = src["secretKeyRef"]
+        if ref.get("key") not in SECRETS.get(ref.get("name"), {}):
+            raise ValueError(f"env {e.get('name')}: Secret key {ref.get('name')}/{ref.get('key')} is not rendered")
+        return SECRETS[ref["name"]][ref["key"]]
+    if "fieldRef" in src and field is not None:
+        return field(src["fieldRef"]["fieldPath"])
+    raise ValueError(f"env {e.get('name')}: only value, secretKeyRef and fieldRef are played")
+
+
 def expand(s, env):
     """Kubernetes' $(VAR) expansion: defined variables are substituted, $$ escapes, others stay."""
     def rep(m):
@@ -132,12 +153,7 @@ class PodFactory:
         """argv, env, cwd, uid, gid of a container of this pod (extra_env: what a controller appends)."""
         env_list = []
         for e in container.get("env", []) or []:
-            if "value" in e:
-                env_list.append((e["name"], str(e["value"])))
-            elif "valueFrom" in e and "fieldRef" in e["valueFrom"]:
-                env_list.append((e["name"], field_ref(e["valueFrom"]["fieldRef"]["fieldPath"], pod_meta, pod.ip)))
-            else:
-                raise ValueError(f"env {e.get('name')}: only value and fieldRef are played")
+            env_list.append((e["name"], env_value(e, lambda path: field_ref(path, pod_meta, pod.ip))))
         env_list += extra_env
         env = {}
         for k, v in self.image_env.items():
@@ -463,7 +479,7 @@ def v2_env(tj, index):
                 s = str(cpu)
                 n = ceil(int(s[:-1]) / 1000) if s.endswith("m") else ceil(float(s))
             nproc = str(max(1, n))
-    env = [(e["name"], str(e["value"])) for e in trainer.get("env", []) or []]
+    env = [(e["name"], env_value(e)) for e in trainer.get("env", []) or []]
     env += [("PET_NNODES", str(nodes)), ("PET_NPROC_PER_NODE", str(nproc)), ("PET_NODE_RANK", str(index)),
             ("PET_MASTER_ADDR", f"{name}-node-0-0.{name}"), ("PET_MASTER_PORT", str(V2_PORT)),
             ("JOB_COMPLETION_INDEX", str(index))]

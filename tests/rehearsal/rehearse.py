@@ -34,6 +34,7 @@ killed run are removed by the next one.
   rehearse.py --build-dir build [--scenario dns-race,kill-worker,bad-arg] [--work DIR] [--keep]
 """
 import argparse
+import base64
 import copy
 import hashlib
 import os
@@ -184,6 +185,9 @@ class Scenario:
 
     def render(self, path):
         objs = kustomize_lite.render(os.path.join(self.args.repo, path))
+        for sec in by_kind(objs, "Secret"):  # the store token's Secret, for secretKeyRef env
+            operators.SECRETS[sec["metadata"]["name"]] = {
+                k: base64.b64decode(v).decode("utf-8") for k, v in (sec.get("data") or {}).items()}
         pvcs = by_kind(objs, "PersistentVolumeClaim")
         for p in pvcs:
             if p["metadata"]["name"] not in self.factory.pvc_dirs:

@@ -76,6 +76,25 @@ TEST(StoreConnect, UnresolvableHostRetriesThenFails) {
   EXPECT_LT(elapsed_ms(start), 20000);  // a slow resolver may add its own timeout once
 }
 
+// An unresolvable MASTER_ADDR is retried until connect_timeout: the operator sees WARN lines saying
+// what is retried and why (at most one per 30 s, not one per attempt) and an error naming the host.
+TEST(StoreConnect, UnresolvableHostWarnsAtABoundedRateAndNamesTheHost) {
+  ::testing::internal::CaptureStderr();
+  std::string what;
+  try {
+    ddp::TCPStore s(ddp::TCPStoreOptions().host("ddp-store-master.invalid").port(29500).connect_timeout(2500ms));
+  } catch (const ddp::StoreError& e) {
+    what = e.what();
+  }
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(what.find("'ddp-store-master.invalid' does not resolve"), std::string::npos) << what;
+  size_t warns = 0;
+  for (size_t p = log.find("WARN"); p != std::string::npos; p = log.find("WARN", p + 1)) ++warns;
+  EXPECT_EQ(warns, 1u) << log;  // several attempts in 2.5 s, one line
+  EXPECT_NE(log.find("cannot resolve store host 'ddp-store-master.invalid'"), std::string::npos) << log;
+  EXPECT_NE(log.find("getaddrinfo"), std::string::npos) << log;
+}
+
 TEST(StoreConnect, BadPortIsImmediate) {
   EXPECT_THROW(ddp::TCPStore(ddp::TCPStoreOptions().port(70000).connect_timeout(10s)), ddp::StoreError);
   EXPECT_THROW(ddp::TCPStoreServer::start(-1, ""), ddp::StoreError);

@@ -6,11 +6,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <deque>
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -31,10 +34,37 @@ constexpr size_t kReadChunk = 64 * 1024;
 /// Bytes read from one connection per wakeup, so one fast sender cannot starve the others.
 constexpr size_t kReadBudget = 4 * 1024 * 1024;
 
+/// Logs at most one line per second for a repeated event (a flood must not flood the log too).
+class RateLimitedLog {
+ public:
+  /// True when a line should be written now; *suppressed is how many were skipped since the last.
+  bool allow(uint64_t* suppressed) {
+    auto now = Clock::now();
+    if (now < next_) {
+      ++skipped_;
+      return false;
+    }
+    next_ = now + std::chrono::seconds(1);
+    *suppressed = skipped_;
+    skipped_ = 0;
+    return true;
+  }
+
+ private:
+  Clock::time_point next_{};
+  uint64_t skipped_ = 0;
+};
+
 class Server final : public TCPStoreServer {
  public:
-  Server(int port, std::string token) : token_(std::move(token)) {
-    listen_ = listen_all_interfaces(port, 4096);
+  explicit Server(const TCPStoreOptions& o)
+      : token_(o.token()),
+        max_connections_(static_cast<size_t>(std::max(1, o.max_connections()))),
+        max_input_(o.max_connection_input_bytes()),
+        hello_timeout_(std::max(o.hello_timeout(), std::chrono::milliseconds(1))) {
+    limits_.max_stored_bytes = o.max_stored_bytes();
+    limits_.max_output_bytes = o.max_connection_output_bytes();
+    listen_ = listen_on(o.bind_address(), o.port(), 4096);
     port_ = bound_port(listen_.get());
     epoll_ = Fd(::epoll_create1(EPOLL_CLOEXEC));
     wake_ = Fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -43,8 +73,9 @@ class Server final : public TCPStoreServer {
     add_fd(listen_.get(), kListenId, EPOLLIN);
     add_fd(wake_.get(), kWakeId, EPOLLIN);
     thread_ = std::thread([this] { run(); });
-    DDP_LOG(DEBUG) << "store server listening on port " << port_
-                   << (token_.empty() ? "" : " (token required)");
+    DDP_LOG(DEBUG) << "store server listening on "
+                   << (o.bind_address().empty() ? std::string("all interfaces") : o.bind_address())
+                   << " port " << port_ << (token_.empty() ? "" : " (token required)");
   }
 
   ~Server() override { stop(); }
@@ -81,8 +112,7 @@ class Server final : public TCPStoreServer {
   void run() {
     std::vector<epoll_event> events(256);
     while (!stopping_) {
-      int timeout_ms = accept_paused_ ? 100 : -1;
-      int n = ::epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), timeout_ms);
+      int n = ::epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), next_timeout_ms());
       if (n < 0) {
         if (errno == EINTR) continue;
         DDP_LOG(ERROR) << "store server: epoll_wait: " << std::strerror(errno);
@@ -106,8 +136,43 @@ class Server final : public TCPStoreServer {
           if ((ev & EPOLLOUT) && !c.closing) flush(c);
         }
       }
+      expire_hellos();
       close_pending();
       if (accept_paused_ && Clock::now() >= accept_resume_at_) resume_accept();
+    }
+  }
+
+  /// epoll_wait's timeout: until the next hello deadline or accept resumption; -1 only when
+  /// nothing is pending (no connection before its first request and accepting is on).
+  int next_timeout_ms() const {
+    std::optional<Clock::time_point> next;
+    if (!hello_deadlines_.empty()) next = hello_deadlines_.front().first;
+    if (accept_paused_) next = next ? std::min(*next, accept_resume_at_) : accept_resume_at_;
+    if (!next) return -1;
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now()).count() + 1;
+    return static_cast<int>(std::clamp<long long>(ms, 0, 60 * 60 * 1000));
+  }
+
+  /// Closes connections that have not said hello by their deadline: with a token, the token hello
+  /// and the first request; without one, a first request begun and not finished. A silent
+  /// connection without a token is kept (re-armed): c10d 1.x clients connect and stay silent until
+  /// their first operation, and their watch-key callback socket never speaks at all.
+  /// Deadlines are queued in order, all now + the same timeout, so the front is the oldest.
+  void expire_hellos() {
+    auto now = Clock::now();
+    while (!hello_deadlines_.empty() && hello_deadlines_.front().first <= now) {
+      ConnId id = hello_deadlines_.front().second;
+      hello_deadlines_.pop_front();
+      auto it = conns_.find(id);
+      if (it == conns_.end() || it->second->closing || it->second->stage == Connection::Stage::kReady) continue;
+      if (token_.empty() && it->second->unparsed() == 0) {
+        hello_deadlines_.emplace_back(now + hello_timeout_, id);
+        continue;
+      }
+      close_with(*it->second, std::string(it->second->stage == Connection::Stage::kHello
+                                               ? "did not present the store token"
+                                               : "sent no request") +
+                                  " within " + std::to_string(hello_timeout_.count()) + " ms (hello_timeout)");
     }
   }
 
@@ -123,6 +188,16 @@ class Server final : public TCPStoreServer {
         pause_accept();
         return;
       }
+      if (conns_.size() >= max_connections_) {
+        uint64_t suppressed = 0;
+        if (cap_log_.allow(&suppressed)) {
+          DDP_LOG(WARN) << "store server: refusing connection from " << peer_name(fd) << ": "
+                        << conns_.size() << " connections open, the limit (max_connections)"
+                        << (suppressed ? " (" + std::to_string(suppressed) + " more refused)" : "");
+        }
+        ::close(fd);
+        continue;
+      }
       auto c = std::make_unique<Connection>();
       c->id = next_id_++;
       c->fd = Fd(fd);
@@ -136,6 +211,7 @@ class Server final : public TCPStoreServer {
         DDP_LOG(WARN) << "store server: epoll_ctl for " << c->peer << ": " << std::strerror(errno);
         continue;  // c closes the fd
       }
+      hello_deadlines_.emplace_back(Clock::now() + hello_timeout_, c->id);
       conns_.emplace(c->id, std::move(c));
     }
   }
@@ -162,8 +238,9 @@ class Server final : public TCPStoreServer {
       c.in.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
       if (n > 0) {
         budget -= std::min(budget, static_cast<size_t>(n));
-        if (c.unparsed() > kMaxBufferedInput) {
-          close_with(c, "request larger than " + std::to_string(kMaxBufferedInput) + " bytes");
+        if (c.unparsed() > max_input_) {
+          close_with(c, "request larger than " + std::to_string(max_input_) +
+                            " bytes (max_connection_input_bytes)");
           return;
         }
         continue;
@@ -183,7 +260,7 @@ class Server final : public TCPStoreServer {
 
   void process(Connection& c) {
     std::vector<ConnId> woken;
-    RequestContext ctx{state_, token_, woken};
+    RequestContext ctx{state_, token_, woken, limits_};
     std::string error;
     while (!c.closing && c.unparsed() > 0) {
       ParseStatus s = handle_request(c, ctx, &error);
@@ -223,7 +300,7 @@ class Server final : public TCPStoreServer {
     if (c.unsent() == 0) {
       c.out.clear();
       c.out_pos = 0;
-    } else if (c.unsent() > kMaxBufferedOutput) {
+    } else if (c.unsent() > limits_.max_output_bytes) {  // only WAIT wake-ups get here: 1 byte each
       close_with(c, "client does not read its replies (" + std::to_string(c.unsent()) + " bytes queued)");
       return;
     }
@@ -260,6 +337,12 @@ class Server final : public TCPStoreServer {
   }
 
   std::string token_;
+  size_t max_connections_;
+  uint64_t max_input_;
+  std::chrono::milliseconds hello_timeout_;
+  RequestLimits limits_;
+  std::deque<std::pair<Clock::time_point, ConnId>> hello_deadlines_;
+  RateLimitedLog cap_log_;
   Fd listen_, epoll_, wake_;
   int port_ = 0;
   std::thread thread_;
@@ -277,7 +360,11 @@ class Server final : public TCPStoreServer {
 }  // namespace store
 
 std::unique_ptr<TCPStoreServer> TCPStoreServer::start(int port, const std::string& token) {
-  return std::make_unique<store::Server>(port, token);
+  return start(TCPStoreOptions().port(port).token(token));
+}
+
+std::unique_ptr<TCPStoreServer> TCPStoreServer::start(const TCPStoreOptions& options) {
+  return std::make_unique<store::Server>(options);
 }
 
 }  // namespace ddp

@@ -33,11 +33,18 @@ struct Connection {
   size_t unsent() const { return out.size() - out_pos; }
 };
 
+/// The budgets request handling enforces (TCPStoreOptions; docs/STORE.md).
+struct RequestLimits {
+  uint64_t max_stored_bytes = 1ull << 30;            ///< keys + values (+ queued items), all clients
+  uint64_t max_output_bytes = kMaxBufferedOutput;    ///< unread replies of one connection
+};
+
 /// What request handling needs from the server.
 struct RequestContext {
   StoreState& state;
   const std::string& token;          ///< empty: no token required
   std::vector<ConnId>& woken;        ///< connections whose WAIT completed
+  RequestLimits limits{};
 };
 
 /// Parses and executes one request from conn.in[in_pos..], appending any reply to conn.out.

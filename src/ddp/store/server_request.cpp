@@ -1,4 +1,5 @@
 // Request handling for the store server: token hello, dialect detection, then the c10d queries.
+#include <algorithm>
 #include <cstring>
 
 #include "ddp/store/server_connection.h"
@@ -17,6 +18,28 @@ bool equal_constant_time(const std::string& a, const std::string& b) {
   unsigned char diff = 0;
   for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   return diff == 0;
+}
+
+/// The stored-bytes budget: a mutation that would take an entry from `old_bytes` to `new_bytes`
+/// must leave the store within max_stored_bytes. Checked before anything is stored.
+ParseStatus fits_store(Reader& r, const RequestContext& ctx, uint64_t new_bytes, uint64_t old_bytes,
+                       const char* op) {
+  uint64_t stored = ctx.state.stored_bytes();
+  uint64_t after = stored - std::min(stored, old_bytes) + new_bytes;
+  if (new_bytes <= old_bytes || after <= ctx.limits.max_stored_bytes) return ParseStatus::kOk;
+  return r.fail(std::string(op) + " of " + std::to_string(new_bytes) + " bytes would take the store to " +
+                std::to_string(after) + " bytes, over its budget of " +
+                std::to_string(ctx.limits.max_stored_bytes) + " (max_stored_bytes)");
+}
+
+/// The output budget: a reply of `reply_bytes` must fit beside the replies this connection has
+/// not read yet. Checked before the reply is built, so an oversized one never exists.
+ParseStatus fits_output(Reader& r, const Connection& conn, const RequestContext& ctx, uint64_t reply_bytes,
+                        const char* op) {
+  if (conn.unsent() + reply_bytes <= ctx.limits.max_output_bytes) return ParseStatus::kOk;
+  return r.fail(std::string(op) + " reply of " + std::to_string(reply_bytes) + " bytes (" +
+                std::to_string(conn.unsent()) + " unread before it) is over the per-connection budget of " +
+                std::to_string(ctx.limits.max_output_bytes) + " (max_connection_output_bytes)");
 }
 
 ParseStatus read_keys(Reader& r, std::vector<std::string>& keys) {
@@ -78,6 +101,7 @@ ParseStatus handle_query(Connection& conn, Reader& r, RequestContext& ctx) {
       Bytes value;
       DDP_TRY_PARSE(r.str(key, kMaxKeyBytes));
       DDP_TRY_PARSE(r.bytes(value, kMaxValueBytes));
+      DDP_TRY_PARSE(fits_store(r, ctx, key.size() + value.size(), st.entry_bytes(key), "SET"));
       st.set(key, std::move(value), &ctx.woken);
       break;
     }
@@ -87,6 +111,8 @@ ParseStatus handle_query(Connection& conn, Reader& r, RequestContext& ctx) {
       DDP_TRY_PARSE(r.str(key, kMaxKeyBytes));
       DDP_TRY_PARSE(r.bytes(expected, kMaxValueBytes));
       DDP_TRY_PARSE(r.bytes(desired, kMaxValueBytes));
+      DDP_TRY_PARSE(fits_store(r, ctx, key.size() + desired.size(), st.entry_bytes(key), "COMPARE_SET"));
+      DDP_TRY_PARSE(fits_output(r, conn, ctx, 8 + std::max(expected.size(), desired.size()), "COMPARE_SET"));
       w.bytes(st.compare_set(key, expected, std::move(desired), &ctx.woken));
       break;
     }
@@ -94,6 +120,7 @@ ParseStatus handle_query(Connection& conn, Reader& r, RequestContext& ctx) {
       std::string key;
       DDP_TRY_PARSE(r.str(key, kMaxKeyBytes));
       const Bytes* v = st.get(key);
+      DDP_TRY_PARSE(fits_output(r, conn, ctx, 8 + (v ? v->size() : 0), "GET"));
       w.bytes(v ? *v : Bytes{});  // a missing key reads as empty, as c10d's libuv server does
       break;
     }
@@ -102,6 +129,8 @@ ParseStatus handle_query(Connection& conn, Reader& r, RequestContext& ctx) {
       int64_t delta = 0;
       DDP_TRY_PARSE(r.str(key, kMaxKeyBytes));
       DDP_TRY_PARSE(r.i64(delta));
+      DDP_TRY_PARSE(fits_store(r, ctx, key.size() + 20, st.entry_bytes(key), "ADD"));  // <= 20 digits
+      DDP_TRY_PARSE(fits_output(r, conn, ctx, 8, "ADD"));
       auto sum = st.add(key, delta, &ctx.woken);
       if (!sum) return r.fail("ADD to key '" + key + "' whose value is not an integer or overflows");
       w.i64(*sum);
@@ -136,12 +165,21 @@ ParseStatus handle_query(Connection& conn, Reader& r, RequestContext& ctx) {
       const Bytes* old = st.get(key);
       if (old && old->size() + value.size() > kMaxValueBytes)
         return r.fail("APPEND would grow key '" + key + "' past the value limit");
+      uint64_t before = st.entry_bytes(key);
+      DDP_TRY_PARSE(fits_store(r, ctx, (old ? before : key.size()) + value.size(), before, "APPEND"));
       st.append(key, value, &ctx.woken);
       break;
     }
     case Op::kMultiGet: {
       std::vector<std::string> keys;
       DDP_TRY_PARSE(read_keys(r, keys));
+      uint64_t reply = 0;  // at most 131072 x (8 + 64 MiB): no overflow
+      for (const auto& k : keys) {
+        const Bytes* v = st.get(k);
+        reply += 8 + (v ? v->size() : 0);
+      }
+      DDP_TRY_PARSE(fits_output(r, conn, ctx, reply, "MULTI_GET"));
+      w.buffer().reserve(reply);
       for (const auto& k : keys) {
         const Bytes* v = st.get(k);
         w.bytes(v ? *v : Bytes{});
@@ -154,10 +192,13 @@ ParseStatus handle_query(Connection& conn, Reader& r, RequestContext& ctx) {
       if (n > kMaxKeysPerRequest) return r.fail("MULTI_SET of " + std::to_string(n) + " keys is over the limit");
       if (r.available() < n * 16) return ParseStatus::kNeedMore;
       std::vector<std::pair<std::string, Bytes>> items(n);
+      uint64_t total = 0;  // an upper bound: as if no key were replaced
       for (auto& [k, v] : items) {
         DDP_TRY_PARSE(r.str(k, kMaxKeyBytes));
         DDP_TRY_PARSE(r.bytes(v, kMaxValueBytes));
+        total += k.size() + v.size();
       }
+      DDP_TRY_PARSE(fits_store(r, ctx, total, 0, "MULTI_SET"));
       for (auto& [k, v] : items) st.set(k, std::move(v), &ctx.woken);
       break;
     }
@@ -173,6 +214,9 @@ ParseStatus handle_query(Connection& conn, Reader& r, RequestContext& ctx) {
     }
     case Op::kListKeys: {
       auto keys = st.keys();
+      uint64_t reply = 8;
+      for (const auto& k : keys) reply += 8 + k.size();
+      DDP_TRY_PARSE(fits_output(r, conn, ctx, reply, "LIST_KEYS"));
       w.i64(static_cast<int64_t>(keys.size()));
       for (const auto& k : keys) w.str(k);
       break;
@@ -182,12 +226,14 @@ ParseStatus handle_query(Connection& conn, Reader& r, RequestContext& ctx) {
       Bytes value;
       DDP_TRY_PARSE(r.str(queue, kMaxKeyBytes));
       DDP_TRY_PARSE(r.bytes(value, kMaxValueBytes));
+      DDP_TRY_PARSE(fits_store(r, ctx, queue.size() + value.size(), 0, "QUEUE_PUSH"));
       st.queue_push(queue, std::move(value), &ctx.woken);
       break;
     }
     case Op::kQueuePop: {  // int64 length before the pop, then the value when there was one
       std::string queue;
       DDP_TRY_PARSE(r.str(queue, kMaxKeyBytes));
+      DDP_TRY_PARSE(fits_output(r, conn, ctx, 16 + st.queue_front_bytes(queue), "QUEUE_POP"));
       auto [len, value] = st.queue_pop(queue);
       w.i64(len);
       if (value) w.bytes(*value);
@@ -203,7 +249,8 @@ ParseStatus handle_query(Connection& conn, Reader& r, RequestContext& ctx) {
       return r.fail(std::string("query ") + op_name(*op) + " is not supported by this server");
   }
   Bytes& reply = w.buffer();
-  conn.out.insert(conn.out.end(), reply.begin(), reply.end());
+  if (conn.out.empty()) conn.out.swap(reply);  // a large reply is not copied a second time
+  else conn.out.insert(conn.out.end(), reply.begin(), reply.end());
   return ParseStatus::kOk;
 }
 

@@ -5,8 +5,20 @@
 
 namespace ddp::store {
 
+void StoreState::put(const std::string& key, Bytes value) {
+  auto [it, inserted] = kv_.try_emplace(key);
+  bytes_ -= inserted ? 0 : key.size() + it->second.size();
+  bytes_ += key.size() + value.size();
+  it->second = std::move(value);
+}
+
+uint64_t StoreState::entry_bytes(const std::string& key) const {
+  auto it = kv_.find(key);
+  return it == kv_.end() ? 0 : key.size() + it->second.size();
+}
+
 void StoreState::set(const std::string& key, Bytes value, std::vector<ConnId>* woken) {
-  kv_[key] = std::move(value);
+  put(key, std::move(value));
   wake(key, woken);
 }
 
@@ -15,12 +27,12 @@ Bytes StoreState::compare_set(const std::string& key, const Bytes& expected, Byt
   auto it = kv_.find(key);
   if (it == kv_.end()) {
     if (!expected.empty()) return expected;  // c10d answers `expected` here, without creating it
-    kv_[key] = desired;
+    put(key, desired);
     wake(key, woken);
     return desired;
   }
-  if (it->second == expected) it->second = std::move(desired);
-  return it->second;
+  if (it->second == expected) put(key, std::move(desired));
+  return kv_[key];
 }
 
 std::optional<int64_t> StoreState::add(const std::string& key, int64_t delta,
@@ -35,14 +47,15 @@ std::optional<int64_t> StoreState::add(const std::string& key, int64_t delta,
   int64_t sum;
   if (__builtin_add_overflow(current, delta, &sum)) return std::nullopt;
   std::string text = std::to_string(sum);
-  kv_[key] = Bytes(text.begin(), text.end());
+  put(key, Bytes(text.begin(), text.end()));
   wake(key, woken);
   return sum;
 }
 
 void StoreState::append(const std::string& key, const Bytes& value, std::vector<ConnId>* woken) {
-  Bytes& v = kv_[key];
-  v.insert(v.end(), value.begin(), value.end());
+  auto [it, inserted] = kv_.try_emplace(key);
+  bytes_ += (inserted ? key.size() : 0) + value.size();
+  it->second.insert(it->second.end(), value.begin(), value.end());
   wake(key, woken);
 }
 
@@ -62,6 +75,7 @@ bool StoreState::check(const std::vector<std::string>& keys) const {
 }
 
 void StoreState::queue_push(const std::string& queue, Bytes value, std::vector<ConnId>* woken) {
+  bytes_ += queue.size() + value.size();
   queues_[queue].push_back(std::move(value));
   wake(queue, woken, /*only_one=*/true);
 }
@@ -72,6 +86,7 @@ std::pair<int64_t, std::optional<Bytes>> StoreState::queue_pop(const std::string
   auto len = static_cast<int64_t>(it->second.size());
   Bytes front = std::move(it->second.front());
   it->second.pop_front();
+  bytes_ -= queue.size() + front.size();
   if (it->second.empty()) queues_.erase(it);
   return {len, std::move(front)};
 }
@@ -81,7 +96,18 @@ int64_t StoreState::queue_len(const std::string& queue) const {
   return it == queues_.end() ? 0 : static_cast<int64_t>(it->second.size());
 }
 
-bool StoreState::delete_key(const std::string& key) { return kv_.erase(key) > 0; }
+uint64_t StoreState::queue_front_bytes(const std::string& queue) const {
+  auto it = queues_.find(queue);
+  return it == queues_.end() || it->second.empty() ? 0 : it->second.front().size();
+}
+
+bool StoreState::delete_key(const std::string& key) {
+  auto it = kv_.find(key);
+  if (it == kv_.end()) return false;
+  bytes_ -= key.size() + it->second.size();
+  kv_.erase(it);
+  return true;
+}
 
 std::vector<std::string> StoreState::keys() const {
   std::vector<std::string> out;

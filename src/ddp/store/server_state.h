@@ -34,12 +34,19 @@ class StoreState {
   int64_t num_keys() const { return static_cast<int64_t>(kv_.size()); }
   std::vector<std::string> keys() const;
 
+  /// Bytes held: every key plus its value, and for each queued item its queue's name plus the item.
+  uint64_t stored_bytes() const { return bytes_; }
+  /// What `key` costs now in stored_bytes() (0 when absent).
+  uint64_t entry_bytes(const std::string& key) const;
+
   // c10d's queues (2.x QUEUE_PUSH/QUEUE_POP/QUEUE_LEN): a WAIT on a queue's name returns once the
   // queue is non-empty; a push wakes one such waiter.
   void queue_push(const std::string& queue, Bytes value, std::vector<ConnId>* woken);
   /// The length before popping, and the popped value when there was one.
   std::pair<int64_t, std::optional<Bytes>> queue_pop(const std::string& queue);
   int64_t queue_len(const std::string& queue) const;
+  /// Size of the item QUEUE_POP would return (0 when the queue is empty).
+  uint64_t queue_front_bytes(const std::string& queue) const;
 
   /// True when every key exists now (answer at once); otherwise `conn` waits for the missing ones
   /// (replacing any WAIT it had pending) and is reported by a later mutation.
@@ -53,6 +60,10 @@ class StoreState {
   void wake(const std::string& key, std::vector<ConnId>* woken, bool only_one = false);
   bool present(const std::string& key) const;
 
+  /// Replaces kv_[key] by `value`, keeping bytes_ in step.
+  void put(const std::string& key, Bytes value);
+
+  uint64_t bytes_ = 0;
   std::unordered_map<std::string, Bytes> kv_;
   std::unordered_map<std::string, std::deque<Bytes>> queues_;
   std::unordered_map<std::string, std::vector<ConnId>> waiters_;  // key -> connections waiting on it

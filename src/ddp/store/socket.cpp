@@ -122,6 +122,8 @@ Fd connect_with_retry(const std::string& host, int port, Clock::time_point deadl
   auto delay = backoff.initial;
   int attempts = 0;
   std::string last_error = "no attempt made (deadline already passed)";
+  bool last_was_dns = false;
+  Clock::time_point next_warn = start;
   for (;;) {
     ++attempts;
     addrinfo hints{};
@@ -130,6 +132,7 @@ Fd connect_with_retry(const std::string& host, int port, Clock::time_point deadl
     // No AI_ADDRCONFIG: in a network namespace with only loopback it hides "localhost".
     addrinfo* res = nullptr;
     int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
+    last_was_dns = rc != 0;
     if (rc == 0) {
       int err = 0;
       for (addrinfo* ai = res; ai; ai = ai->ai_next) {
@@ -158,11 +161,20 @@ Fd connect_with_retry(const std::string& host, int port, Clock::time_point deadl
       if (!retryable_gai(rc) && rc != EAI_SYSTEM)
         throw StoreError("could not resolve store host '" + host + "': " + last_error);
     }
-    if (attempts == 1 || attempts % 20 == 0) {
-      DDP_LOG(DEBUG) << "store: " << host << ":" << port << " not reachable yet (" << last_error
-                     << "), retrying";
-    }
     auto now = Clock::now();
+    // WARN at a bounded rate, so an operator sees what is retried and why: a name that does not
+    // resolve at once (unusual, worth a line), a refusal once it has lasted 10 s (workers
+    // routinely start before the server listens), then every 30 s; DEBUG on every attempt.
+    const bool dns = rc != 0;
+    DDP_LOG(DEBUG) << "store: " << host << ":" << port << " not reachable yet (" << last_error
+                   << "), retrying";
+    if (now >= next_warn && (dns || now - start >= std::chrono::seconds(10)) && now < deadline) {
+      DDP_LOG(WARN) << "store: " << (dns ? "cannot resolve store host '" + host + "'" : "cannot connect to store at " + host + ":" + service)
+                    << " (" << last_error << ") after " << attempts << " attempt(s) in "
+                    << seconds_text(now - start) << "; retrying for up to " << seconds_text(deadline - now)
+                    << " more (connect_timeout)";
+      next_warn = now + std::chrono::seconds(30);
+    }
     if (now >= deadline) break;
     // Sleep at most up to the deadline; the loop then makes one last attempt at the deadline.
     std::this_thread::sleep_for(std::min<Clock::duration>(delay, deadline - now));
@@ -170,7 +182,8 @@ Fd connect_with_retry(const std::string& host, int port, Clock::time_point deadl
   }
   throw StoreError("could not connect to store at " + host + ":" + service + " after trying for " +
                    seconds_text(Clock::now() - start) + " (" + std::to_string(attempts) +
-                   " attempts); last error: " + last_error);
+                   " attempts); last error: " + last_error +
+                   (last_was_dns ? "; the store host name '" + host + "' does not resolve (check MASTER_ADDR / --rdzv-endpoint)" : ""));
 }
 
 IoStatus send_all(int fd, const void* data, size_t size, Clock::time_point deadline, int* err) {
@@ -255,6 +268,46 @@ Fd listen_all_interfaces(int port, int backlog) {
     throw StoreError("store server cannot listen on port " + std::to_string(port) + ": " +
                      std::strerror(errno));
   return fd;
+}
+
+Fd listen_on(const std::string& address, int port, int backlog) {
+  if (address.empty()) return listen_all_interfaces(port, backlog);
+  if (port < 0 || port > 65535)
+    throw StoreError("store server port " + std::to_string(port) + " is not in 0..65535");
+  // A bracketed IPv6 literal ("[::1]") is accepted as users write it in endpoints.
+  std::string host = address;
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  const std::string service = std::to_string(port);
+  int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
+  if (rc != 0)
+    throw ConfigError("store bind address '" + address + "' does not resolve: " + ::gai_strerror(rc));
+  std::string last = "no address";
+  int last_errno = 0;
+  for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
+    if (!fd.valid()) {
+      last_errno = errno;
+      continue;
+    }
+    int one = 1;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd.get(), backlog) == 0) {
+      ::freeaddrinfo(res);
+      return fd;
+    }
+    last_errno = errno;
+  }
+  ::freeaddrinfo(res);
+  last = std::strerror(last_errno);
+  if (last_errno == EADDRINUSE)
+    throw StoreError("store server cannot listen on " + address + " port " + service + ": address already in use");
+  throw ConfigError("store server cannot listen on bind address '" + address + "' port " + service + ": " +
+                    last + (last_errno == EADDRNOTAVAIL ? " (not an address of this host)" : ""));
 }
 
 int bound_port(int fd) {

@@ -64,6 +64,10 @@ IoStatus recv_exact(int fd, void* data, size_t size, Clock::time_point deadline,
 /// A non-blocking listening socket on all interfaces: IPv6 dual-stack when the kernel has IPv6,
 /// else IPv4. SO_REUSEADDR; port 0 picks a free port. Throws ddp::StoreError.
 Fd listen_all_interfaces(int port, int backlog);
+/// listen_all_interfaces when `address` is empty; else a non-blocking listening socket on that one
+/// address (an IP literal or a name that resolves to a local address). ddp::ConfigError when the
+/// address does not resolve or is not local; ddp::StoreError when the port is taken.
+Fd listen_on(const std::string& address, int port, int backlog);
 /// The local port a socket is bound to.
 int bound_port(int fd);
 /// "ip:port" of the peer, for log lines.

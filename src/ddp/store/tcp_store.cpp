@@ -22,7 +22,7 @@ TCPStore::TCPStore(TCPStoreOptions options) : impl_(std::make_unique<Impl>()) {
   timeout_ = o.timeout();
   impl_->port = o.port();
   if (o.is_server()) {
-    impl_->server = TCPStoreServer::start(o.port(), o.token());
+    impl_->server = TCPStoreServer::start(o);
     impl_->port = impl_->server->port();
   }
   store::ClientOptions co;
