@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 #include "ddp/gloo/exchange.h"
 
@@ -112,41 +113,65 @@ OpSignature decode(const uint8_t in[kOpSignatureBytes]) {
   return s;
 }
 
-void check_same_op(const OpEnv& env, uint8_t slot_prefix, const OpSignature& mine, const std::string& op_name) {
-  Exchange ex(env, slot_prefix);
-  const int n = ex.size(), rank = ex.rank();
-  if (n == 1) return;
-  std::vector<uint8_t> all(kOpSignatureBytes * static_cast<size_t>(n));
-  encode(mine, all.data() + kOpSignatureBytes * rank);
-  Exchange::Buffer* buf = ex.buffer(all.data(), all.size());
+SignatureCheck::SignatureCheck(const OpEnv& env, uint8_t slot_prefix, const OpSignature& mine, std::string op_name)
+    : mine_(mine), op_name_(std::move(op_name)) {
+  OpEnv own = env;
+  own.gate = nullptr;  // this exchange is the gate
+  ex_ = std::make_unique<Exchange>(own, slot_prefix);
+  const int n = ex_->size(), rank = ex_->rank();
+  if (n == 1) {
+    state_ = State::kPassed;
+    return;
+  }
+  all_.resize(kOpSignatureBytes * static_cast<size_t>(n));
+  encode(mine_, all_.data() + kOpSignatureBytes * rank);
+  buf_ = ex_->buffer(all_.data(), all_.size());
   for (int r = 0; r < n; ++r)
-    if (r != rank) ex.recv(buf, r, kOpSignatureBytes * r, kOpSignatureBytes);
-  for (int step = 1; step < n; ++step) ex.send(buf, (rank + step) % n, kOpSignatureBytes * rank, kOpSignatureBytes);
-  for (int r = 0; r < n; ++r)
-    if (r != rank) ex.wait_recv(buf, r);
-  // Our signature has left before anyone fails, so every rank can name every call.
-  for (int step = 1; step < n; ++step) ex.wait_send(buf, (rank + step) % n);
+    if (r != rank) ex_->recv(buf_, r, kOpSignatureBytes * r, kOpSignatureBytes);
+  for (int step = 1; step < n; ++step) ex_->send(buf_, (rank + step) % n, kOpSignatureBytes * rank, kOpSignatureBytes);
+}
 
-  // Distinct calls in rank order, each with its ranks.
-  std::vector<std::pair<OpSignature, std::vector<int>>> calls;
-  for (int r = 0; r < n; ++r) {
-    OpSignature s = r == rank ? mine : decode(all.data() + kOpSignatureBytes * r);
-    auto it = std::find_if(calls.begin(), calls.end(), [&](const auto& c) { return c.first == s; });
-    if (it == calls.end()) calls.push_back({s, {r}});
-    else it->second.push_back(r);
+SignatureCheck::~SignatureCheck() = default;
+
+void SignatureCheck::finish() {
+  if (state_ == State::kPassed) return;
+  if (state_ == State::kFailed) std::rethrow_exception(failure_);
+  // Failing once is final: a later Exchange call must not wait on these buffers again.
+  state_ = State::kFailed;
+  try {
+    const int n = ex_->size(), rank = ex_->rank();
+    for (int r = 0; r < n; ++r)
+      if (r != rank) ex_->wait_recv(buf_, r);
+    // Our signature has left before anyone fails, so every rank can name every call.
+    for (int step = 1; step < n; ++step) ex_->wait_send(buf_, (rank + step) % n);
+
+    // Distinct calls in rank order, each with its ranks.
+    std::vector<std::pair<OpSignature, std::vector<int>>> calls;
+    for (int r = 0; r < n; ++r) {
+      OpSignature s = r == rank ? mine_ : decode(all_.data() + kOpSignatureBytes * r);
+      auto it = std::find_if(calls.begin(), calls.end(), [&](const auto& c) { return c.first == s; });
+      if (it == calls.end()) calls.push_back({s, {r}});
+      else it->second.push_back(r);
+    }
+    if (calls.size() == 1) {
+      state_ = State::kPassed;
+      return;
+    }
+    std::string msg = op_name_ + " on rank " + std::to_string(rank) + " does not match across ranks: ";
+    for (size_t i = 0; i < calls.size(); ++i) {
+      std::string what = calls[i].first.describe();
+      // Same description, different fused layout (e.g. contiguous on one rank, not on another).
+      for (size_t j = 0; j < calls.size(); ++j)
+        if (j != i && calls[j].first.describe() == what) what += " [layout " + std::to_string(calls[i].first.layout) + "]";
+      msg += (i ? "; " : "") + ranks_text(calls[i].second) + " called " + what;
+    }
+    msg += ". Every rank must issue the same collectives in the same order with the same sizes, dtypes and roots "
+           "(a program bug: no data was sent, and the group is now unusable)";
+    throw ConfigError(msg);
+  } catch (...) {
+    failure_ = std::current_exception();
+    throw;
   }
-  if (calls.size() == 1) return;
-  std::string msg = op_name + " on rank " + std::to_string(rank) + " does not match across ranks: ";
-  for (size_t i = 0; i < calls.size(); ++i) {
-    std::string what = calls[i].first.describe();
-    // Same description, different fused layout (e.g. contiguous on one rank, not on another).
-    for (size_t j = 0; j < calls.size(); ++j)
-      if (j != i && calls[j].first.describe() == what) what += " [layout " + std::to_string(calls[i].first.layout) + "]";
-    msg += (i ? "; " : "") + ranks_text(calls[i].second) + " called " + what;
-  }
-  msg += ". Every rank must issue the same collectives in the same order with the same sizes, dtypes and roots "
-         "(a program bug: nothing was sent, the group is now unusable)";
-  throw ConfigError(msg);
 }
 
 }  // namespace ddp::gloo_backend

@@ -14,12 +14,17 @@
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
+#include <exception>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "ddp/gloo/gloo_fwd.h"
 
 namespace ddp::gloo_backend {
 
 struct OpEnv;
+class Exchange;
 
 /// What one rank asked for in one operation; equal on every rank for a well-formed program.
 struct OpSignature {
@@ -48,9 +53,29 @@ constexpr size_t kOpSignatureBytes = 64;
 void encode(const OpSignature& s, uint8_t out[kOpSignatureBytes]);
 OpSignature decode(const uint8_t in[kOpSignatureBytes]);
 
-/// Sends `mine` to every other rank and receives theirs (slot prefix `slot_prefix`), then throws
-/// ConfigError "<op_name> does not match across ranks: ..." when any differs. Transport failures
-/// and the deadline end as TransportFailure, like the collectives themselves.
-void check_same_op(const OpEnv& env, uint8_t slot_prefix, const OpSignature& mine, const std::string& op_name);
+/// One operation's signature exchange. The constructor posts the receives of every peer's signature
+/// and the sends of ours (slot prefix `slot_prefix`) and returns; finish() waits for them and throws
+/// ConfigError "<op_name> on rank R does not match across ranks: ..." when any differs. finish() runs
+/// once (later calls return or rethrow at once); Exchanges whose OpEnv::gate points here call it
+/// before their first send or wait, so the algorithm's receives are already posted (their
+/// ready-to-receive notices travel with the signatures) but none of its data leaves unchecked.
+/// Transport failures and the deadline end as TransportFailure, like the collectives themselves.
+class SignatureCheck {
+ public:
+  SignatureCheck(const OpEnv& env, uint8_t slot_prefix, const OpSignature& mine, std::string op_name);
+  ~SignatureCheck();
+  SignatureCheck(const SignatureCheck&) = delete;
+  SignatureCheck& operator=(const SignatureCheck&) = delete;
+  void finish();
+
+ private:
+  std::unique_ptr<Exchange> ex_;
+  OpSignature mine_;
+  std::string op_name_;
+  std::vector<uint8_t> all_;
+  ::gloo::transport::UnboundBuffer* buf_ = nullptr;
+  enum class State { kPosted, kPassed, kFailed } state_ = State::kPosted;
+  std::exception_ptr failure_;
+};
 
 }  // namespace ddp::gloo_backend

@@ -153,8 +153,11 @@ class ProcessGroupGloo final : public ProcessGroup {
     uint32_t tag;
     std::chrono::milliseconds timeout;
     std::chrono::steady_clock::time_point deadline;  // set when the operation starts
+    SignatureCheck* gate = nullptr;                  // set when the operation starts
   };
-  OpEnv env(const OpRun& run) { return {context_, run.tag, run.deadline, run.timeout, &peers_, monitor_.get()}; }
+  OpEnv env(const OpRun& run) {
+    return {context_, run.tag, run.deadline, run.timeout, &peers_, monitor_.get(), run.gate};
+  }
   using Body = std::function<void(OpRun&)>;
 
   WorkPtr enqueue(const std::string& kind, const std::string& details, std::chrono::milliseconds timeout,
@@ -289,9 +292,12 @@ void ProcessGroupGloo::run(const std::string& name, OpRun op, const OpSignature&
     c10::NoGradGuard no_grad;  // results are copied into tensors that may require grad
     arena_.reset();
     op.deadline = std::chrono::steady_clock::now() + op.timeout;
-    // Before any data moves: a mismatched call would crash Gloo's event loop or reduce stale bytes.
-    check_same_op(env(op), kSignatureSlots, signature, name);
+    // No data leaves before every rank's call is known to match (the body's first send or wait
+    // passes the gate): a mismatched call would crash Gloo's event loop or reduce stale bytes.
+    SignatureCheck check(env(op), kSignatureSlots, signature, name);
+    op.gate = &check;
     if (body) body(op);
+    check.finish();  // an operation with nothing to send (a barrier, zero bytes) checks here
   } catch (...) {
     FailureContext ctx{name, rank_, size_, op.timeout.count(), -1};
     error = translate_failure(std::current_exception(), ctx, peers_);
