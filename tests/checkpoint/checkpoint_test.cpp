@@ -10,6 +10,7 @@
 #include <fstream>
 #include <signal.h>
 
+#include "ddp/checkpoint/checkpoint_file.h"
 #include "support/multiprocess.h"
 
 namespace fs = std::filesystem;
@@ -68,6 +69,29 @@ void flip_byte(const std::string& path, std::streamoff offset) {
   f.get(c);
   f.seekp(offset);
   f.put(static_cast<char>(c ^ 0x5A));
+}
+
+// Replaces `path` with a well-framed file (magic, sizes and both CRCs right) around `payload`.
+void write_framed(const std::string& path, const std::string& payload) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << ddp::detail::make_checkpoint_header(payload) << payload;
+}
+
+// A payload LibTorch parses whose `metadata` holds ints where strings belong (c10::Error on read).
+std::string archive_with_int_metadata() {
+  torch::serialize::OutputArchive a;
+  a.write("format", c10::IValue(std::string("ddp-checkpoint-1")));
+  for (const char* k : {"epoch", "step_in_epoch", "global_step", "samples_in_epoch", "world_size"})
+    a.write(k, c10::IValue(int64_t{1}));
+  c10::Dict<std::string, int64_t> meta;
+  meta.insert("test_accuracy", 7);
+  a.write("metadata", c10::IValue(meta));
+  std::string bytes;
+  a.save_to([&](const void* d, size_t n) {
+    bytes.append(static_cast<const char*>(d), n);
+    return n;
+  });
+  return bytes;
 }
 
 class CheckpointerTest : public ::testing::Test {
@@ -169,6 +193,103 @@ TEST_F(CheckpointerTest, CorruptNewestFallsBackToThePreviousAndIsRetired) {
   // The corrupt newer file no longer competes with this run's future checkpoints.
   EXPECT_FALSE(fs::exists(newer));
   EXPECT_TRUE(fs::exists(newer + ".stale"));
+}
+
+// The CRC is fine but the payload is not a usable archive: garbage bytes, an archive whose fields
+// have the wrong types, an archive without the model. Each is skipped like a CRC failure (logged,
+// named, renamed *.stale) and the previous checkpoint is used, instead of a LibTorch error that
+// aborts the resume.
+TEST_F(CheckpointerTest, PayloadThatDoesNotParseFallsBackToThePrevious) {
+  Net net;
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  Checkpointer ckpt(CheckpointOptions().dir(dir).keep(0));
+  TrainingProgress p;
+  p.global_step = 10;
+  std::string older = ckpt.save(*net, &opt, p);
+  auto weights_at_10 = net->fc1->weight.clone();
+  std::string good_payload;
+  {
+    std::ifstream in(older, std::ios::binary);
+    good_payload.assign(std::istreambuf_iterator<char>(in), {});
+    good_payload = good_payload.substr(ddp::detail::kCheckpointHeaderSize);
+  }
+  // A valid archive without model, optimizer and rng: everything read_checkpoint_info reads is there.
+  std::string no_model;
+  {
+    torch::serialize::InputArchive in;
+    in.load_from(good_payload.data(), good_payload.size());
+    torch::serialize::OutputArchive out;
+    for (const char* k : {"format", "epoch", "step_in_epoch", "global_step", "samples_in_epoch", "world_size", "metadata"}) {
+      c10::IValue v;
+      ASSERT_TRUE(in.try_read(k, v));
+      out.write(k, v);
+    }
+    out.save_to([&](const void* d, size_t n) {
+      no_model.append(static_cast<const char*>(d), n);
+      return n;
+    });
+  }
+  const std::vector<std::pair<std::string, std::string>> bad_payloads = {
+      {"garbage", std::string(4096, '\x5a')},
+      {"half a zip", good_payload.substr(0, good_payload.size() / 2)},
+      {"int metadata", archive_with_int_metadata()},
+      {"no model", no_model},
+  };
+  for (const auto& [what, payload] : bad_payloads) {
+    SCOPED_TRACE(what);
+    fs::remove(dir + "/" + checkpoint_file_name(20) + ".stale");
+    p.global_step = 20;
+    std::string newer = ckpt.save(*net, &opt, p);
+    write_framed(newer, payload);
+    std::string msg = data_error([&] { read_checkpoint_info(newer); });
+    EXPECT_NE(msg.find(newer), std::string::npos) << msg;
+    EXPECT_NE(msg.find("payload"), std::string::npos) << msg;
+    EXPECT_EQ(find_latest_valid_checkpoint(dir), older);
+
+    Net net2;
+    torch::optim::SGD opt2(net2->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    std::optional<CheckpointInfo> info;
+    ASSERT_NO_THROW(info = Checkpointer(CheckpointOptions().dir(dir)).resume("auto", *net2, &opt2));
+    ASSERT_TRUE(info);
+    EXPECT_EQ(info->path, older);
+    EXPECT_TRUE(torch::equal(net2->fc1->weight, weights_at_10));
+    EXPECT_FALSE(fs::exists(newer));
+    EXPECT_TRUE(fs::exists(newer + ".stale"));
+  }
+}
+
+// Retired (*.stale) files are pruned like checkpoints: the newest `keep` of them stay.
+TEST_F(CheckpointerTest, StaleFilesArePrunedToTheNewestK) {
+  Net net;
+  TrainingProgress p;
+  for (int64_t step : {1, 2, 3, 4, 5}) {
+    p.global_step = step;
+    Checkpointer(CheckpointOptions().dir(dir).keep(0)).save(*net, nullptr, p);
+  }
+  // A fresh run retires all five, then saves twice with keep 2.
+  Checkpointer ckpt(CheckpointOptions().dir(dir).keep(2));
+  EXPECT_FALSE(ckpt.resume("none", *net, nullptr));
+  for (int64_t step : {1, 2}) {
+    p.global_step = step;
+    ckpt.save(*net, nullptr, p);
+  }
+  std::vector<std::string> stale;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".stale") stale.push_back(e.path().filename().string());
+  std::sort(stale.begin(), stale.end());
+  EXPECT_EQ(stale, (std::vector<std::string>{checkpoint_file_name(4) + ".stale", checkpoint_file_name(5) + ".stale"}));
+  EXPECT_EQ(list_checkpoints(dir).size(), 2u);
+  // keep 0 keeps every stale file too.
+  for (int64_t step : {6, 7, 8}) {
+    p.global_step = step;
+    Checkpointer(CheckpointOptions().dir(dir).keep(0)).save(*net, nullptr, p);
+  }
+  Checkpointer(CheckpointOptions().dir(dir).keep(0)).resume("none", *net, nullptr);
+  p.global_step = 1;
+  Checkpointer(CheckpointOptions().dir(dir).keep(0)).save(*net, nullptr, p);
+  size_t stale_now = 0;
+  for (const auto& e : fs::directory_iterator(dir)) stale_now += e.path().extension() == ".stale";
+  EXPECT_EQ(stale_now, 7u);  // 4 and 5 from before, 1, 2, 6, 7 and 8 retired now
 }
 
 TEST_F(CheckpointerTest, TruncatedAndAllCorruptAreDataErrors) {

@@ -47,33 +47,55 @@ std::optional<int64_t> checkpoint_step_from_name(const std::string& name) {
   return *step;
 }
 
-std::vector<CheckpointFile> checkpoint_files(const std::string& dir) {
+namespace {
+
+constexpr const char* kStaleSuffix = ".stale";
+
+// Files whose name minus `suffix` is a checkpoint name, oldest (lowest step) first.
+std::vector<CheckpointFile> files_named_like_checkpoints(const std::string& dir, const std::string& suffix) {
   std::vector<CheckpointFile> files;
-  for (const auto& name : dir_entries(dir))
-    if (auto step = checkpoint_step_from_name(name)) files.push_back({dir + "/" + name, *step});
+  for (const auto& name : dir_entries(dir)) {
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    if (auto step = checkpoint_step_from_name(name.substr(0, name.size() - suffix.size())))
+      files.push_back({dir + "/" + name, *step});
+  }
   std::sort(files.begin(), files.end(), [](const CheckpointFile& a, const CheckpointFile& b) {
     return a.global_step != b.global_step ? a.global_step < b.global_step : a.path < b.path;
   });
   return files;
 }
 
-void prune_checkpoints(const std::string& dir, int keep) {
-  if (keep <= 0) return;
-  auto files = checkpoint_files(dir);
-  if (files.size() <= static_cast<size_t>(keep)) return;
+void delete_all_but_newest(const std::vector<CheckpointFile>& files, int keep, const char* what) {
   for (size_t i = 0; i + keep < files.size(); ++i) {
     if (::unlink(files[i].path.c_str()) == 0) {
-      DDP_LOG(DEBUG) << "checkpoint " << files[i].path << " deleted (keeping the newest " << keep << ")";
+      DDP_LOG(DEBUG) << what << " " << files[i].path << " deleted (keeping the newest " << keep << ")";
     } else if (errno != ENOENT) {
-      DDP_LOG(WARN) << "could not delete old checkpoint " << files[i].path << ": " << std::strerror(errno);
+      DDP_LOG(WARN) << "could not delete " << what << " " << files[i].path << ": " << std::strerror(errno);
     }
   }
+}
+
+}  // namespace
+
+std::vector<CheckpointFile> checkpoint_files(const std::string& dir) { return files_named_like_checkpoints(dir, ""); }
+
+std::vector<CheckpointFile> stale_checkpoint_files(const std::string& dir) {
+  return files_named_like_checkpoints(dir, kStaleSuffix);
+}
+
+void prune_checkpoints(const std::string& dir, int keep) {
+  if (keep <= 0) return;
+  delete_all_but_newest(checkpoint_files(dir), keep, "old checkpoint");
+  // Retired files are kept for a post-mortem of the replaced run, under the same bound: without
+  // one, every restart with --resume none (or past a corrupt file) would add files forever.
+  delete_all_but_newest(stale_checkpoint_files(dir), keep, "retired checkpoint");
 }
 
 void retire_checkpoints_after(const std::string& dir, int64_t global_step) {
   for (const auto& f : checkpoint_files(dir)) {
     if (f.global_step <= global_step) continue;
-    std::string stale = f.path + ".stale";
+    std::string stale = f.path + kStaleSuffix;
     if (::rename(f.path.c_str(), stale.c_str()) == 0) {
       DDP_LOG(WARN) << "checkpoint " << f.path << " is newer (global step " << f.global_step
                     << ") than this run (step " << global_step << "): it belongs to a replaced run, renamed to "

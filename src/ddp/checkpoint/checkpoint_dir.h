@@ -18,7 +18,11 @@ struct CheckpointFile {
 /// Checkpoint files in `dir`, oldest (lowest step) first. Empty when dir is missing.
 std::vector<CheckpointFile> checkpoint_files(const std::string& dir);
 
-/// Deletes all but the newest `keep` checkpoints (keep 0: none deleted); logs each deletion.
+/// Retired checkpoints ("<checkpoint name>.stale"), oldest (lowest step) first.
+std::vector<CheckpointFile> stale_checkpoint_files(const std::string& dir);
+
+/// Deletes all but the newest `keep` checkpoints, and all but the newest `keep` retired (.stale)
+/// ones (keep 0: none deleted); logs each deletion.
 void prune_checkpoints(const std::string& dir, int keep);
 
 /// Renames checkpoints newer than `global_step` to "<name>.stale": they belong to a run this one

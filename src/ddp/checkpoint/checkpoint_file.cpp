@@ -70,6 +70,10 @@ std::string_view verified_payload(const std::string& path, std::string_view byte
   if (version != kVersion)
     throw fail("unsupported format version " + std::to_string(version) + " (this build reads " +
                std::to_string(kVersion) + ")");
+  // Zero in every file this version writes; anything else is a writer this build does not know.
+  uint32_t reserved = get_u32(bytes, 12);
+  if (reserved != 0)
+    throw fail("reserved header field is " + hex32(reserved) + ", not 0 (written by a newer or foreign writer)");
   uint64_t payload_size = get_u64(bytes, 16);
   uint64_t present = bytes.size() - kCheckpointHeaderSize;
   if (present < payload_size)

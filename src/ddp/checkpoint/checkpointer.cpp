@@ -42,8 +42,48 @@ struct OpenedCheckpoint {
 
 int64_t read_int(torch::serialize::InputArchive& a, const std::string& key, const std::string& path) {
   c10::IValue v;
-  if (!a.try_read(key, v) || !v.isInt()) throw DataError("checkpoint " + path + ": '" + key + "' is missing");
+  if (!a.try_read(key, v) || !v.isInt())
+    throw DataError("checkpoint " + path + ": the payload has no integer '" + key + "'");
   return v.toInt();
+}
+
+// The first line of a LibTorch message (c10::Error appends a C++ backtrace).
+std::string first_line(const char* what) {
+  std::string s(what);
+  return s.substr(0, s.find('\n'));
+}
+
+// Everything a resume reads from the archive, checked for presence and type here, so that a
+// payload LibTorch cannot use is a DataError that --resume auto skips like a checksum failure.
+void parse_payload(OpenedCheckpoint& ck, const std::string& path, std::string_view payload) {
+  ck.archive.load_from(payload.data(), payload.size(), c10::Device(c10::kCPU));
+  c10::IValue format;
+  if (!ck.archive.try_read("format", format) || !format.isString() || format.toStringRef() != kFormat)
+    throw DataError("checkpoint " + path + ": the payload is not a '" + kFormat + "' archive");
+  CheckpointInfo& info = ck.info;
+  info.path = path;
+  info.progress.epoch = read_int(ck.archive, "epoch", path);
+  info.progress.step_in_epoch = read_int(ck.archive, "step_in_epoch", path);
+  info.progress.global_step = read_int(ck.archive, "global_step", path);
+  info.progress.samples_in_epoch = read_int(ck.archive, "samples_in_epoch", path);
+  info.world_size = static_cast<int>(read_int(ck.archive, "world_size", path));
+  c10::IValue metadata;
+  if (!ck.archive.try_read("metadata", metadata) || !metadata.isGenericDict())
+    throw DataError("checkpoint " + path + ": the payload has no 'metadata' dict");
+  for (const auto& entry : metadata.toGenericDict()) {
+    if (!entry.key().isString() || !entry.value().isString())
+      throw DataError("checkpoint " + path + ": the payload's 'metadata' holds a value that is not a string");
+    info.metadata[entry.key().toStringRef()] = entry.value().toStringRef();
+  }
+  c10::IValue model;
+  if (!ck.archive.try_read("model", model) || !model.isGenericDict())
+    throw DataError("checkpoint " + path + ": the payload has no 'model' dict");
+  for (const auto& entry : model.toGenericDict())
+    if (!entry.key().isString() || !entry.value().isTensor())
+      throw DataError("checkpoint " + path + ": the payload's 'model' holds an entry that is not a named tensor");
+  c10::IValue rng;
+  if (!ck.archive.try_read("rng", rng) || !rng.isTensorList())
+    throw DataError("checkpoint " + path + ": the payload has no 'rng' tensor list");
 }
 
 std::unique_ptr<OpenedCheckpoint> open_checkpoint(const std::string& path) {
@@ -51,25 +91,13 @@ std::unique_ptr<OpenedCheckpoint> open_checkpoint(const std::string& path) {
   ck->bytes = detail::read_whole_file(path);
   std::string_view payload = detail::verified_payload(path, ck->bytes);
   try {
-    ck->archive.load_from(payload.data(), payload.size(), c10::Device(c10::kCPU));
+    parse_payload(*ck, path, payload);
+  } catch (const DataError&) {
+    throw;
   } catch (const std::exception& e) {
-    throw DataError("checkpoint " + path + ": checksum is fine but the payload does not parse: " + e.what());
+    // A c10::Error from the zip reader, the unpickler or an IValue of the wrong type.
+    throw DataError("checkpoint " + path + ": checksum is fine but the payload does not parse: " + first_line(e.what()));
   }
-  c10::IValue format;
-  if (!ck->archive.try_read("format", format) || !format.isString() || format.toStringRef() != kFormat)
-    throw DataError("checkpoint " + path + ": not a '" + kFormat + "' payload");
-  CheckpointInfo& info = ck->info;
-  info.path = path;
-  info.progress.epoch = read_int(ck->archive, "epoch", path);
-  info.progress.step_in_epoch = read_int(ck->archive, "step_in_epoch", path);
-  info.progress.global_step = read_int(ck->archive, "global_step", path);
-  info.progress.samples_in_epoch = read_int(ck->archive, "samples_in_epoch", path);
-  info.world_size = static_cast<int>(read_int(ck->archive, "world_size", path));
-  c10::IValue metadata;
-  if (!ck->archive.try_read("metadata", metadata) || !metadata.isGenericDict())
-    throw DataError("checkpoint " + path + ": 'metadata' is missing");
-  for (const auto& entry : metadata.toGenericDict())
-    info.metadata[entry.key().toStringRef()] = entry.value().toStringRef();
   return ck;
 }
 

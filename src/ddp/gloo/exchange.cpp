@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "ddp/gloo/failure.h"
+#include "ddp/gloo/op_signature.h"
 #include "ddp/gloo/peer_monitor.h"
 
 namespace ddp::gloo_backend {
@@ -31,7 +32,12 @@ Exchange::Buffer* Exchange::buffer(void* ptr, size_t bytes) {
   return buffers_.back().get();
 }
 
+void Exchange::pass_gate() {
+  if (env_.gate) env_.gate->finish();
+}
+
 void Exchange::send(Buffer* buf, int peer, size_t offset, size_t bytes, uint8_t channel) {
+  pass_gate();
   if (aborted_) throw_aborted();
   try {
     buf->send(peer, slot_ + channel, offset, bytes);
@@ -58,6 +64,7 @@ std::chrono::milliseconds Exchange::time_left() const {
 }
 
 void Exchange::wait(Buffer* buf, int peer, bool send) {
+  pass_gate();
   if (aborted_) throw_aborted();
   bool completed = false;
   try {

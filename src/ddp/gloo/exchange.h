@@ -26,6 +26,7 @@ namespace ddp::gloo_backend {
 
 class PeerDirectory;
 class PeerMonitor;
+class SignatureCheck;
 
 /// How one of our own algorithms failed; translate_failure() turns it into PeerError/TimeoutError.
 struct TransportFailure : std::runtime_error {
@@ -43,6 +44,9 @@ struct OpEnv {
   std::chrono::milliseconds timeout{0};
   const PeerDirectory* peers = nullptr;
   PeerMonitor* monitor = nullptr;
+  /// The operation's signature check (op_signature.h): passed before the first send or wait, so
+  /// receives may be posted early but no data leaves before every rank's call is known to match.
+  SignatureCheck* gate = nullptr;
 };
 
 class Exchange {
@@ -74,6 +78,7 @@ class Exchange {
 
  private:
   void wait(Buffer* buf, int peer, bool send);
+  void pass_gate();
   [[noreturn]] void throw_aborted();
   std::chrono::milliseconds time_left() const;
 

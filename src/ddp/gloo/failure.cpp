@@ -118,6 +118,8 @@ GroupFailure GroupFailure::from(std::exception_ptr error) {
     f = {Kind::kTimeout, e.what(), -1, e.exit_code()};
   } catch (const StoreError& e) {
     f = {Kind::kStore, e.what(), -1, e.exit_code()};
+  } catch (const ConfigError& e) {
+    f = {Kind::kConfig, e.what(), -1, e.exit_code()};
   } catch (const ddp::Error& e) {
     f = {Kind::kOther, e.what(), -1, e.exit_code()};
   } catch (const std::exception& e) {
@@ -140,6 +142,8 @@ std::exception_ptr GroupFailure::later_op_error(const std::string& op, int rank)
       return std::make_exception_ptr(TimeoutError(msg));
     case Kind::kStore:
       return std::make_exception_ptr(StoreError(msg, exit_code));
+    case Kind::kConfig:  // a mismatched collective: still the program's bug, still permanent
+      return std::make_exception_ptr(ConfigError(msg));
     case Kind::kOther:
       break;
   }

@@ -54,7 +54,7 @@ std::exception_ptr translate_failure(std::exception_ptr error, const FailureCont
 
 /// What a failed group remembers so later operations can repeat the cause.
 struct GroupFailure {
-  enum class Kind { kPeer, kTimeout, kStore, kOther } kind = Kind::kOther;
+  enum class Kind { kPeer, kTimeout, kStore, kConfig, kOther } kind = Kind::kOther;
   std::string message;
   int peer = -1;
   int exit_code = kExitInternal;

@@ -5,6 +5,7 @@
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
 
+#include <algorithm>
 #include <string>
 
 #include "ddp/gloo/exchange.h"
@@ -38,12 +39,12 @@ PeerMonitor::~PeerMonitor() {
 
 void PeerMonitor::watch(Exchange* exchange) {
   std::lock_guard<std::mutex> lock(mu_);
-  watched_ = exchange;
+  watched_.push_back(exchange);
 }
 
 void PeerMonitor::unwatch(Exchange* exchange) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (watched_ == exchange) watched_ = nullptr;
+  watched_.erase(std::remove(watched_.begin(), watched_.end(), exchange), watched_.end());
 }
 
 int PeerMonitor::find_failed_peer(std::string* cause) {
@@ -66,11 +67,12 @@ void PeerMonitor::loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
     cv_.wait_for(lock, interval_);
-    if (stopping_ || watched_ == nullptr) continue;
+    if (stopping_ || watched_.empty()) continue;
     std::string cause;
     int peer = find_failed_peer(&cause);
     // Still under the lock: the Exchange cannot go away while it is aborted.
-    if (peer >= 0 && watched_ != nullptr) watched_->abort(peer, cause);
+    if (peer >= 0)
+      for (Exchange* e : watched_) e->abort(peer, cause);
   }
 }
 

@@ -42,7 +42,7 @@ class PeerMonitor {
   std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> canaries_;  // by peer rank
   std::mutex mu_;
   std::condition_variable cv_;
-  Exchange* watched_ = nullptr;
+  std::vector<Exchange*> watched_;  // the signature check's and the running algorithm's
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -23,6 +23,7 @@
 #include "ddp/gloo/direct_allreduce.h"
 #include "ddp/gloo/exchange.h"
 #include "ddp/gloo/failure.h"
+#include "ddp/gloo/op_signature.h"
 #include "ddp/gloo/reduce_functions.h"
 #include "ddp/gloo/peer_monitor.h"
 #include "ddp/gloo/ring.h"
@@ -50,7 +51,7 @@ constexpr uint8_t kDirectAllreduceSlots = 0x42;
 constexpr uint8_t kRingAllreduceSlots = 0x43;
 constexpr uint8_t kAllgatherSlots = 0x44;
 constexpr uint8_t kBroadcastSlots = 0x45;
-constexpr uint8_t kBarrierSlots = 0x46;
+constexpr uint8_t kSignatureSlots = 0x47;
 
 std::atomic<int> g_group_counter{0};
 
@@ -86,6 +87,22 @@ std::string summarize(const std::vector<at::Tensor>& tensors) {
   s << tensors.size() << (tensors.size() == 1 ? " tensor, " : " tensors, ") << elements << " elements";
   for (size_t i = 0; i < dtypes.size(); ++i) s << (i == 0 ? ", " : "+") << c10::toString(dtypes[i]);
   return s.str();
+}
+
+// What this rank asks for, as the other ranks must ask for it too.
+OpSignature signature_of(OpSignature::Kind kind, const std::vector<FusionGroup>& groups, size_t tensors) {
+  OpSignature s;
+  s.kind = kind;
+  s.tensors = static_cast<uint32_t>(tensors);
+  for (const auto& g : groups) s.add_part(g.dtype, g.numel);
+  return s;
+}
+OpSignature signature_of(OpSignature::Kind kind, const at::Tensor& per_rank) {
+  OpSignature s;
+  s.kind = kind;
+  s.tensors = 1;
+  s.add_part(per_rank.scalar_type(), per_rank.numel());
+  return s;
 }
 
 void divide_for_average(at::Tensor& flat, int size) {
@@ -136,12 +153,16 @@ class ProcessGroupGloo final : public ProcessGroup {
     uint32_t tag;
     std::chrono::milliseconds timeout;
     std::chrono::steady_clock::time_point deadline;  // set when the operation starts
+    SignatureCheck* gate = nullptr;                  // set when the operation starts
   };
-  OpEnv env(const OpRun& run) { return {context_, run.tag, run.deadline, run.timeout, &peers_, monitor_.get()}; }
+  OpEnv env(const OpRun& run) {
+    return {context_, run.tag, run.deadline, run.timeout, &peers_, monitor_.get(), run.gate};
+  }
   using Body = std::function<void(OpRun&)>;
 
-  WorkPtr enqueue(const std::string& kind, const std::string& details, std::chrono::milliseconds timeout, Body body);
-  void run(const std::string& name, OpRun run, Body& body, GlooWork& work);
+  WorkPtr enqueue(const std::string& kind, const std::string& details, std::chrono::milliseconds timeout,
+                  OpSignature signature, Body body);
+  void run(const std::string& name, OpRun run, const OpSignature& signature, Body& body, GlooWork& work);
   std::chrono::milliseconds effective(std::chrono::milliseconds t) const { return t.count() > 0 ? t : timeout_; }
   void learn_peer_addresses(GlooStoreAdapter& store);
 
@@ -242,7 +263,7 @@ void ProcessGroupGloo::learn_peer_addresses(GlooStoreAdapter& store) {
 }
 
 WorkPtr ProcessGroupGloo::enqueue(const std::string& kind, const std::string& details,
-                                  std::chrono::milliseconds timeout, Body body) {
+                                  std::chrono::milliseconds timeout, OpSignature signature, Body body) {
   std::lock_guard<std::mutex> lock(mu_);
   uint32_t tag = next_seq_++;
   std::string name = kind + " #" + std::to_string(tag) + " (" + details + ")";
@@ -251,11 +272,14 @@ WorkPtr ProcessGroupGloo::enqueue(const std::string& kind, const std::string& de
   auto work = std::make_shared<GlooWork>(described);
   OpRun op{tag, timeout, {}};
   // Pushed under the lock so the queue order is the sequence-number order.
-  queue_->push([this, name, op, body = std::move(body), work]() mutable { run(name, op, body, *work); });
+  queue_->push([this, name, op, signature = std::move(signature), body = std::move(body), work]() mutable {
+    run(name, op, signature, body, *work);
+  });
   return work;
 }
 
-void ProcessGroupGloo::run(const std::string& name, OpRun op, Body& body, GlooWork& work) {
+void ProcessGroupGloo::run(const std::string& name, OpRun op, const OpSignature& signature, Body& body,
+                           GlooWork& work) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (failure_) {
@@ -268,7 +292,12 @@ void ProcessGroupGloo::run(const std::string& name, OpRun op, Body& body, GlooWo
     c10::NoGradGuard no_grad;  // results are copied into tensors that may require grad
     arena_.reset();
     op.deadline = std::chrono::steady_clock::now() + op.timeout;
-    body(op);
+    // No data leaves before every rank's call is known to match (the body's first send or wait
+    // passes the gate): a mismatched call would crash Gloo's event loop or reduce stale bytes.
+    SignatureCheck check(env(op), kSignatureSlots, signature, name);
+    op.gate = &check;
+    if (body) body(op);
+    check.finish();  // an operation with nothing to send (a barrier, zero bytes) checks here
   } catch (...) {
     FailureContext ctx{name, rank_, size_, op.timeout.count(), -1};
     error = translate_failure(std::current_exception(), ctx, peers_);
@@ -306,8 +335,10 @@ WorkPtr ProcessGroupGloo::allreduce(std::vector<at::Tensor>& tensors, const Allr
   }
   auto groups = plan_fusion(tensors, kInPlaceMinBytes);
   const ReduceOp rop = opts.op();
+  OpSignature sig = signature_of(OpSignature::Kind::kAllreduce, groups, tensors.size());
+  sig.reduce_op = static_cast<uint8_t>(rop);
   return enqueue("allreduce", std::string(to_string(rop)) + ", " + summarize(tensors), effective(opts.timeout()),
-                 [this, groups = std::move(groups), fns = std::move(fns), rop](OpRun& run) {
+                 std::move(sig), [this, groups = std::move(groups), fns = std::move(fns), rop](OpRun& run) {
                    for (const auto& g : groups) {
                      Staged staged(g, arena_);
                      staged.pack();
@@ -346,8 +377,10 @@ WorkPtr ProcessGroupGloo::broadcast(std::vector<at::Tensor>& tensors, const Broa
                       std::to_string(size_) + ")");
   for (size_t i = 0; i < tensors.size(); ++i) check_cpu_dense(tensors[i], op, "tensor " + std::to_string(i));
   auto groups = plan_fusion(tensors, kInPlaceMinBytes);
+  OpSignature sig = signature_of(OpSignature::Kind::kBroadcast, groups, tensors.size());
+  sig.root = root;
   return enqueue("broadcast", "root " + std::to_string(root) + ", " + summarize(tensors), effective(opts.timeout()),
-                 [this, groups = std::move(groups), root](OpRun& run) {
+                 std::move(sig), [this, groups = std::move(groups), root](OpRun& run) {
                    for (const auto& g : groups) {
                      Staged staged(g, arena_);
                      if (rank_ == root) staged.pack();
@@ -376,7 +409,7 @@ WorkPtr ProcessGroupGloo::allgather(std::vector<at::Tensor>& outputs, const at::
     direct = outputs[i].is_contiguous() &&
              static_cast<uint8_t*>(outputs[i].data_ptr()) == static_cast<uint8_t*>(outputs[0].data_ptr()) + i * bytes;
   return enqueue("allgather", summarize({input}) + " per rank", effective(opts.timeout()),
-                 [this, outputs, input, direct, bytes](OpRun& run) {
+                 signature_of(OpSignature::Kind::kAllgather, input), [this, outputs, input, direct, bytes](OpRun& run) {
                    if (bytes == 0) return;
                    const int64_t n = input.numel();
                    at::Tensor gathered = direct ? at::Tensor() : arena_.take(input.scalar_type(), n * size_);
@@ -408,8 +441,10 @@ WorkPtr ProcessGroupGloo::reduce_scatter(at::Tensor& output, std::vector<at::Ten
     check_same_kind(inputs[i], output, op, "input " + std::to_string(i), "the output");
   }
   const ReduceOp rop = opts.op();
+  OpSignature sig = signature_of(OpSignature::Kind::kReduceScatter, output);
+  sig.reduce_op = static_cast<uint8_t>(rop);
   return enqueue("reduce_scatter", std::string(to_string(rop)) + ", " + summarize({output}) + " per rank",
-                 effective(opts.timeout()), [this, output, inputs, fn, rop](OpRun& run) {
+                 effective(opts.timeout()), std::move(sig), [this, output, inputs, fn, rop](OpRun& run) {
                    const int64_t n = output.numel();
                    if (n == 0) return;
                    // The ring overwrites other ranks' chunks with partial results: work on a copy.
@@ -434,10 +469,11 @@ WorkPtr ProcessGroupGloo::reduce_scatter(at::Tensor& output, std::vector<at::Ten
 }
 
 WorkPtr ProcessGroupGloo::barrier(const CollectiveOptions& opts) {
-  return enqueue("barrier", "all ranks", effective(opts.timeout()), [this](OpRun& run) {
-    Exchange ex(env(run), kBarrierSlots);
-    gloo_backend::barrier(ex);
-  });
+  // The signature exchange every operation starts with is a full-mesh barrier already: a rank
+  // leaves it only after every other rank's signature arrived.
+  OpSignature sig;
+  sig.kind = OpSignature::Kind::kBarrier;
+  return enqueue("barrier", "all ranks", effective(opts.timeout()), std::move(sig), nullptr);
 }
 
 }  // namespace

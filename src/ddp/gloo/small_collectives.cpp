@@ -18,19 +18,4 @@ void broadcast(Exchange& ex, uint8_t* data, size_t bytes, int root) {
   for (int step = 1; step < n; ++step) ex.wait_send(buf, (root + step) % n);
 }
 
-void barrier(Exchange& ex) {
-  const int n = ex.size(), rank = ex.rank();
-  Exchange::Buffer* buf = ex.buffer(nullptr, 0);
-  // Round i: tell rank + 2^i we arrived, hear from rank - 2^i. After ceil(log2 n) rounds every
-  // rank has (transitively) heard from every other one.
-  uint8_t round = 0;
-  for (int d = 1; d < n; d <<= 1, ++round) {
-    const int from = (rank - d % n + n) % n, to = (rank + d) % n;
-    ex.recv(buf, from, 0, 0, round);
-    ex.send(buf, to, 0, 0, round);
-    ex.wait_recv(buf, from);
-    ex.wait_send(buf, to);
-  }
-}
-
 }  // namespace ddp::gloo_backend

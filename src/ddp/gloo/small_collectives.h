@@ -1,5 +1,5 @@
 #pragma once
-// Broadcast and barrier over an Exchange.
+// Broadcast over an Exchange (barrier is the signature exchange of op_signature.h).
 
 #include <cstddef>
 #include <cstdint>
@@ -10,8 +10,5 @@ class Exchange;
 
 /// The root sends `bytes` at `data` to every other rank, which receives into its own `data`.
 void broadcast(Exchange& ex, uint8_t* data, size_t bytes, int root);
-
-/// Dissemination barrier: ceil(log2 n) rounds of empty messages; nobody leaves before all arrived.
-void barrier(Exchange& ex);
 
 }  // namespace ddp::gloo_backend
