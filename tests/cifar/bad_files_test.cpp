@@ -3,6 +3,7 @@
 // (No LibTorch headers here, so this test compiles in seconds.)
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
