@@ -144,3 +144,27 @@ TEST(BinaryReader, RecordsAndDefects) {
   expect_data_error([&] { parse_cifar_binary(bytes, "label.bin"); }, {"label.bin", "record 1", "label 10"});
   expect_data_error([&] { parse_cifar_binary({}, "empty.bin"); }, {"empty.bin", "empty"});
 }
+
+// Hostile structure is a DataError or a value, never a stack overflow: deep lists and tuples (the
+// tree is freed by a flat loop over its arena), a list appended to itself through the memo (a cycle),
+// and more values than any batch holds.
+TEST(PickleReader, DeepNestingCyclesAndValueCountsAreNotCrashes) {
+  auto load = [](const std::string& s) {
+    return ddp::data::cifar::pickle::load(reinterpret_cast<const uint8_t*>(s.data()), s.size(), "hostile.pkl");
+  };
+  auto deep = load("\x80\x02" + std::string(1000000, ']') + std::string(999999, 'a') + ".");
+  EXPECT_EQ(deep->kind, ddp::data::cifar::pickle::Kind::kList);
+  deep.reset();
+  auto tuples = load("\x80\x02N" + std::string(1000000, '\x85') + ".");
+  EXPECT_EQ(tuples->kind, ddp::data::cifar::pickle::Kind::kTuple);
+  tuples.reset();
+  auto cycle = load(std::string("\x80\x02]q\x00h\x00" "a.", 9));
+  ASSERT_EQ(cycle->items.size(), 1u);
+  EXPECT_EQ(cycle->items[0], cycle.get());
+  expect_data_error([&] { load("\x80\x02" + std::string(ddp::data::cifar::pickle::kMaxValues + 1, 'N') + "."); },
+                    {"hostile.pkl", "more than 1048576 values"});
+  std::vector<uint8_t> bytes(2000000, ']');
+  bytes[0] = 0x80;
+  bytes[1] = 2;
+  expect_data_error([&] { parse_cifar_pickle(bytes, "lists.pkl"); }, {"lists.pkl", "more than 1048576 values"});
+}

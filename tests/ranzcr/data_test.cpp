@@ -1,6 +1,7 @@
 // RANZCR data: train.csv errors, patient-grouped splits, JPEG decoding, the cache and the loader.
 #include "data/ranzcr/image.h"
 #include "data/ranzcr/image_cache.h"
+#include "data/ranzcr/jpeg_header.h"
 #include "data/ranzcr/loader.h"
 #include "data/ranzcr/records.h"
 #include "data/ranzcr/split.h"
@@ -477,4 +478,65 @@ TEST(RanzcrSynthetic, WritesTheRealLayout) {
   fs::remove_all(again);
   EXPECT_THROW(write_synthetic_dataset(SyntheticOptions().dir(again).images(0)), ddp::ConfigError);
   EXPECT_THROW(list_test_images(again + "/none"), ddp::DataError);
+}
+
+// A cache entry that cannot be written (here a folder sits where it would be renamed to, which
+// stops root as well) is counted and logged; the decoded image is returned, not an error.
+TEST(RanzcrCache, AWriteFailureReturnsTheDecodedImage) {
+  const std::string dir = ddp::testing::make_temp_dir("ranzcr-cache-ro");
+  auto data = synthetic_dataset();
+  const std::string uid = data->records[0].uid, source = data->image_path(0);
+  ImageCache cache(dir, 48);
+  fs::create_directories(cache.entry_path(uid));
+  cv::Mat img;
+  ASSERT_NO_THROW(img = cache.load(uid, source));
+  EXPECT_EQ(cache.write_failures(), 1);
+  EXPECT_EQ(cv::norm(img, decode_resized(source, 48), cv::NORM_INF), 0.0);
+  fs::remove_all(dir);
+}
+
+// ddp's own marker walk: dimensions, a cut-off scan, a header claiming too many pixels, and the
+// bounds of every length it reads (each prefix of a valid file is walked without error).
+TEST(RanzcrImage, JpegHeaderWalkRefusesTruncatedAndOversizedImages) {
+  auto data = synthetic_dataset();
+  const std::vector<uint8_t> bytes = read_file(data->image_path(0));
+  JpegInfo info = read_jpeg_header(bytes.data(), bytes.size());
+  EXPECT_TRUE(info.is_jpeg);
+  EXPECT_GT(info.width, 0);
+  EXPECT_GT(info.scan_offset, 0u);
+  EXPECT_TRUE(info.has_end);
+  EXPECT_NO_THROW(check_jpeg(info, "'ok.jpg'"));
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    JpegInfo cut = read_jpeg_header(bytes.data(), n);
+    if (cut.scan_offset) {
+      EXPECT_THROW(check_jpeg(cut, "'cut.jpg'"), ddp::DataError) << n;
+    }
+  }
+  std::vector<uint8_t> truncated(bytes.begin(), bytes.begin() + bytes.size() * 2 / 3);
+  EXPECT_THROW(
+      {
+        try {
+          decode_resized(truncated, 32, "'t.jpg'");
+        } catch (const ddp::DataError& e) {
+          EXPECT_NE(std::string(e.what()).find("'t.jpg' is truncated"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      ddp::DataError);
+  std::vector<uint8_t> huge = bytes;
+  for (size_t i = 0; i + 1 < huge.size(); ++i) {
+    if (huge[i] == 0xFF && huge[i + 1] >= 0xC0 && huge[i + 1] <= 0xC2) {
+      for (int k = 5; k < 9; ++k) huge[i + k] = 0xFF;
+      break;
+    }
+  }
+  EXPECT_THROW(decode_resized(huge, 32, "'huge.jpg'"), ddp::DataError);
+}
+
+TEST(RanzcrRecords, OpenQuoteIsReported) {
+  bool open = false;
+  EXPECT_EQ(split_csv_line("a,\"b,c", &open).size(), 2u);
+  EXPECT_TRUE(open);
+  split_csv_line("a,\"b,\"\"c\"", &open);
+  EXPECT_FALSE(open);
 }

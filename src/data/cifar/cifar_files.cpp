@@ -2,6 +2,7 @@
 
 #include <ddp/errors.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "data/cifar/pickle_reader.h"
@@ -17,7 +18,7 @@ CifarRecords parse_cifar_binary(const std::vector<uint8_t>& bytes, const std::st
                     std::to_string(bytes.size() % kCifarRecordBytes) + " bytes)");
   CifarRecords r;
   r.count = static_cast<int64_t>(bytes.size() / kCifarRecordBytes);
-  r.pixels.resize(static_cast<size_t>(r.count) * kCifarImageBytes);
+  r.pixels.resize(bytes.size() / kCifarRecordBytes * kCifarImageBytes);  // <= bytes.size(): cannot wrap
   r.labels.resize(static_cast<size_t>(r.count));
   for (int64_t i = 0; i < r.count; ++i) {
     const uint8_t* rec = bytes.data() + i * kCifarRecordBytes;
@@ -39,6 +40,17 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+// count * size in bytes, or a DataError when it does not fit: shapes come from the file, so the
+// product is checked by itself rather than trusting a later comparison to catch a wrapped value.
+size_t checked_bytes(int64_t count, int64_t size, const std::string& path, const std::string& what) {
+  uint64_t bytes = 0;
+  if (count < 0 || size < 0 || __builtin_mul_overflow(static_cast<uint64_t>(count), static_cast<uint64_t>(size), &bytes) ||
+      bytes > static_cast<uint64_t>(PTRDIFF_MAX))
+    throw DataError(path + ": " + what + " of " + std::to_string(count) + " x " + std::to_string(size) +
+                    " bytes is too large (not a CIFAR-10 batch)");
+  return static_cast<size_t>(bytes);
 }
 
 std::string dtype_string(const Value& array) {
@@ -67,9 +79,11 @@ std::vector<int64_t> read_labels(const Value& labels, const std::string& path) {
       throw DataError(path + ": labels array has dtype " + dtype_string(labels) + ", expected little-endian integers");
     if (labels.shape.size() != 1)
       throw DataError(path + ": labels array has shape " + shape_string(labels.shape) + ", expected (n,)");
-    if (labels.array_bytes().size() != static_cast<size_t>(labels.shape[0]) * size)
-      throw DataError(path + ": labels array holds " + std::to_string(labels.array_bytes().size()) + " bytes for shape " +
-                      shape_string(labels.shape));
+    const size_t needed = checked_bytes(labels.shape[0], size, path, "labels array " + shape_string(labels.shape));
+    if (labels.array_bytes().size() != needed)
+      throw DataError(path + ": labels array holds " + std::to_string(labels.array_bytes().size()) + " bytes, shape " +
+                      shape_string(labels.shape) + " needs " + std::to_string(needed));
+    out.reserve(static_cast<size_t>(labels.shape[0]));
     for (int64_t i = 0; i < labels.shape[0]; ++i) {
       uint64_t raw = 0;
       std::memcpy(&raw, labels.array_bytes().data() + i * size, size);  // little-endian host
@@ -99,9 +113,10 @@ CifarRecords parse_cifar_pickle(const std::vector<uint8_t>& bytes, const std::st
     throw DataError(path + ": 'data' has shape " + shape_string(data->shape) + ", expected (n, 3072)");
   if (data->fortran_order) throw DataError(path + ": 'data' is Fortran-ordered, expected C order");
   const int64_t n = data->shape[0];
-  if (data->array_bytes().size() != static_cast<size_t>(n) * kCifarImageBytes)
+  const size_t needed = checked_bytes(n, kCifarImageBytes, path, "'data' shape " + shape_string(data->shape));
+  if (data->array_bytes().size() != needed)
     throw DataError(path + ": 'data' holds " + std::to_string(data->array_bytes().size()) + " bytes, shape " +
-                    shape_string(data->shape) + " needs " + std::to_string(n * kCifarImageBytes));
+                    shape_string(data->shape) + " needs " + std::to_string(needed));
 
   const Value* labels = root->find("labels");
   if (!labels) {

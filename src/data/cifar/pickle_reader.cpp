@@ -5,6 +5,7 @@
 #include <ddp/errors.h>
 
 #include <cstring>
+#include <deque>
 #include <sstream>
 #include <unordered_map>
 
@@ -40,13 +41,19 @@ std::string hex_byte(uint8_t b) {
   return s;
 }
 
-ValuePtr make(Kind kind) { return std::make_shared<Value>(kind); }
-
 class Reader {
  public:
-  Reader(const uint8_t* bytes, size_t size, std::string source) : p_(bytes), size_(size), source_(std::move(source)) {}
+  Reader(const uint8_t* bytes, size_t size, std::string source)
+      : p_(bytes), size_(size), source_(std::move(source)), arena_(std::make_shared<std::deque<Value>>()) {}
 
+  /// The root value, sharing ownership of the arena that holds the whole tree.
   ValuePtr run() {
+    Value* root = parse();
+    return ValuePtr(arena_, root);
+  }
+
+ private:
+  Value* parse() {
     if (size_ == 0) fail("empty file, expected a pickle");
     for (;;) {
       op_offset_ = pos_;
@@ -131,7 +138,7 @@ class Reader {
           break;
         }
         case APPEND: {
-          auto item = pop();
+          Value* item = pop();
           list_top()->items.push_back(item);
           break;
         }
@@ -142,8 +149,8 @@ class Reader {
           break;
         }
         case SETITEM: {
-          auto value = pop();
-          auto key = pop();
+          Value* value = pop();
+          Value* key = pop();
           dict_top()->dict.emplace_back(key, value);
           break;
         }
@@ -190,7 +197,6 @@ class Reader {
     }
   }
 
- private:
   [[noreturn]] void fail(const std::string& what) const {
     std::ostringstream os;
     os << source_ << ": bad pickle at offset " << op_offset_;
@@ -224,7 +230,7 @@ class Reader {
     return s;
   }
 
-  void push(ValuePtr v) { stack_.push_back(std::move(v)); }
+  void push(Value* v) { stack_.push_back(v); }
   void push_int(int64_t i) {
     auto v = make(Kind::kInt);
     v->integer = i;
@@ -240,32 +246,34 @@ class Reader {
     size_t floor = marks_.empty() ? 0 : marks_.back();
     if (stack_.size() < floor + n) fail("stack underflow");
   }
-  ValuePtr pop() {
+  Value* pop() {
     need(1);
-    auto v = std::move(stack_.back());
+    Value* v = stack_.back();
     stack_.pop_back();
     return v;
   }
-  std::vector<ValuePtr> pop_to_mark() {
+  std::vector<Value*> pop_to_mark() {
     if (marks_.empty()) fail("no MARK on the stack");
     size_t mark = marks_.back();
     marks_.pop_back();
-    std::vector<ValuePtr> items(stack_.begin() + mark, stack_.end());
+    std::vector<Value*> items(stack_.begin() + mark, stack_.end());
     stack_.resize(mark);
     return items;
   }
   Value* list_top() {
     need(1);
     if (stack_.back()->kind != Kind::kList) fail(std::string("append to a ") + kind_name(stack_.back()->kind) + ", not a list");
-    return stack_.back().get();
+    return stack_.back();
   }
   Value* dict_top() {
     need(1);
     if (stack_.back()->kind != Kind::kDict) fail(std::string("set item on a ") + kind_name(stack_.back()->kind) + ", not a dict");
-    return stack_.back().get();
+    return stack_.back();
   }
   void memo_put(uint64_t index) {
     need(1);
+    if (memo_.size() >= kMaxValues && memo_.find(index) == memo_.end())
+      fail("more than " + std::to_string(kMaxValues) + " memo entries");
     memo_[index] = stack_.back();
   }
   void memo_get(uint64_t index) {
@@ -317,7 +325,7 @@ class Reader {
     return shape;
   }
 
-  ValuePtr reduce(const Value& callable, const Value& args) {
+  Value* reduce(const Value& callable, const Value& args) {
     if (callable.kind != Kind::kGlobal) fail(std::string("REDUCE on a ") + kind_name(callable.kind) + ", not a callable");
     if (args.kind != Kind::kTuple) fail("REDUCE arguments are not a tuple");
     const std::string& f = callable.text;
@@ -338,8 +346,10 @@ class Reader {
       const Value& order = *args.items[3];
       if (order.kind != Kind::kString && order.kind != Kind::kBytes) fail(f + " order is not a string");
       v->fortran_order = order.text == "F";
-      v->dtype = std::make_shared<Value>(dtype);
+      v->dtype = args.items[1];
       v->raw = args.items[0];
+      (void)buf;
+      (void)dtype;
       v->initialised = true;
       return v;
     }
@@ -415,7 +425,7 @@ class Reader {
       const Value& fortran = *state.items[o + 2];
       if (fortran.kind != Kind::kBool && fortran.kind != Kind::kInt) fail("numpy.ndarray fortran flag is not a bool");
       target.fortran_order = fortran.kind == Kind::kBool ? fortran.boolean : fortran.integer != 0;
-      const ValuePtr& raw = state.items[o + 3];
+      Value* raw = state.items[o + 3];
       const Value& data = *raw;
       // A Python 2 str arrives as kBytes here (we never decode it); Python 3 with encoding='latin1'
       // would see text whose code points are the bytes, which is the same thing.
@@ -428,15 +438,24 @@ class Reader {
     fail(std::string("BUILD on a ") + kind_name(target.kind));
   }
 
+  // Every value is created here, in the arena, and counted against kMaxValues.
+  Value* make(Kind kind) {
+    if (arena_->size() >= kMaxValues)
+      fail("more than " + std::to_string(kMaxValues) + " values (a CIFAR-10 batch has about 20,000)");
+    return &arena_->emplace_back(kind);
+  }
+
   const uint8_t* p_;
   size_t size_;
   std::string source_;
   size_t pos_ = 0;
   size_t op_offset_ = 0;
   uint8_t op_ = 0;
-  std::vector<ValuePtr> stack_;
+  // Owns every value; a deque never moves its elements, so the raw pointers below stay valid.
+  std::shared_ptr<std::deque<Value>> arena_;
+  std::vector<Value*> stack_;
   std::vector<size_t> marks_;
-  std::unordered_map<uint64_t, ValuePtr> memo_;
+  std::unordered_map<uint64_t, Value*> memo_;
 };
 
 }  // namespace
@@ -462,7 +481,7 @@ const char* kind_name(Kind kind) {
 const Value* Value::find(const std::string& key) const {
   if (kind != Kind::kDict) return nullptr;
   for (auto& [k, v] : dict)
-    if ((k->kind == Kind::kString || k->kind == Kind::kBytes) && k->text == key) return v.get();
+    if ((k->kind == Kind::kString || k->kind == Kind::kBytes) && k->text == key) return v;
   return nullptr;
 }
 

@@ -8,6 +8,11 @@
 // at protocol 5). Nothing is executed: the only callables accepted are those few numpy/_codecs
 // names, interpreted here. Anything else is a ddp::DataError naming the file, offset and opcode.
 //
+// Hostile input cannot exhaust the stack: the reader is a loop over opcodes, nothing walks the
+// value tree recursively, and every value of one pickle lives in one arena that is freed by a flat
+// loop (a list nested a million deep, or a list appended to itself through the memo, is just
+// memory). Memory is bounded too: at most kMaxValues values and memo entries per pickle.
+//
 //   auto root = ddp::data::cifar::pickle::load(bytes.data(), bytes.size(), path);
 //   const Value* data = root->find("data");
 
@@ -20,7 +25,13 @@
 namespace ddp::data::cifar::pickle {
 
 struct Value;
+/// The root of a loaded pickle; it keeps the arena of all its values alive.
 using ValuePtr = std::shared_ptr<Value>;
+
+/// Most values (and memo entries) one pickle may create: a CIFAR-10 batch of 10,000 images has
+/// about 20,000 (a label and a file name per image), a re-saved 60,000-image file ~120,000. A value
+/// costs ~200 bytes, so this caps a hostile file's tree at ~200 MB.
+constexpr size_t kMaxValues = size_t{1} << 20;
 
 enum class Kind {
   kNone,
@@ -46,15 +57,17 @@ struct Value {
   int64_t integer = 0;
   double real = 0;
   std::string text;                                 // bytes, string, global name, dtype descr
-  std::vector<ValuePtr> items;                      // list, tuple
-  std::vector<std::pair<ValuePtr, ValuePtr>> dict;  // dict, in insertion order
+  // Children point into the arena that owns every value of the pickle (never owning pointers, so
+  // freeing a deep or cyclic tree does not recurse).
+  std::vector<Value*> items;                    // list, tuple
+  std::vector<std::pair<Value*, Value*>> dict;  // dict, in insertion order
   // kDtype
   char byte_order = '|';  ///< '<', '>', '|' (not applicable) or '=' (native)
   // kArray
   std::vector<int64_t> shape;
-  ValuePtr dtype;       ///< a kDtype
+  Value* dtype = nullptr;  ///< a kDtype
   bool fortran_order = false;
-  ValuePtr raw;         ///< the kBytes/kString value holding the element bytes (shared, not copied)
+  Value* raw = nullptr;    ///< the kBytes/kString value holding the element bytes (shared, not copied)
   bool initialised = false;  ///< BUILD has set the state
 
   /// The array's element bytes (empty before BUILD).

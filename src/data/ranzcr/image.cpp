@@ -1,5 +1,7 @@
 #include "data/ranzcr/image.h"
 
+#include "data/ranzcr/jpeg_header.h"
+
 #include <ddp/errors.h>
 
 #include <opencv2/imgcodecs.hpp>
@@ -12,32 +14,11 @@
 namespace ddp::data::ranzcr {
 
 bool jpeg_dimensions(const uint8_t* data, size_t size, int* width, int* height) {
-  if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) return false;
-  size_t i = 2;
-  while (i + 3 < size) {
-    if (data[i] != 0xFF) return false;
-    uint8_t marker = data[i + 1];
-    if (marker == 0xFF) {  // fill byte
-      ++i;
-      continue;
-    }
-    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {  // no payload
-      i += 2;
-      continue;
-    }
-    if (marker == 0xD9 || marker == 0xDA) return false;  // end of image / start of scan before a SOF
-    const size_t length = (static_cast<size_t>(data[i + 2]) << 8) | data[i + 3];
-    if (length < 2) return false;
-    const bool is_sof = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
-    if (is_sof) {
-      if (i + 9 > size || length < 7) return false;
-      *height = (data[i + 5] << 8) | data[i + 6];
-      *width = (data[i + 7] << 8) | data[i + 8];
-      return *width > 0 && *height > 0;
-    }
-    i += 2 + length;
-  }
-  return false;
+  const JpegInfo info = read_jpeg_header(data, size);
+  if (info.width <= 0 || info.height <= 0) return false;
+  *width = info.width;
+  *height = info.height;
+  return true;
 }
 
 int decode_reduction(int width, int height, int target) {
@@ -63,9 +44,10 @@ std::vector<uint8_t> read_file(const std::string& path) {
 cv::Mat decode_resized(const std::vector<uint8_t>& bytes, int size, const std::string& what) {
   if (bytes.empty()) throw ddp::DataError("image " + what + " is empty");
   int flag = cv::IMREAD_GRAYSCALE;
-  int width = 0, height = 0;
-  if (jpeg_dimensions(bytes.data(), bytes.size(), &width, &height)) {
-    switch (decode_reduction(width, height, size)) {
+  const JpegInfo info = read_jpeg_header(bytes.data(), bytes.size());
+  check_jpeg(info, what);
+  if (info.width > 0 && info.height > 0) {
+    switch (decode_reduction(info.width, info.height, size)) {
       case 8: flag = cv::IMREAD_REDUCED_GRAYSCALE_8; break;
       case 4: flag = cv::IMREAD_REDUCED_GRAYSCALE_4; break;
       case 2: flag = cv::IMREAD_REDUCED_GRAYSCALE_2; break;

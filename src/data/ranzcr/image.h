@@ -35,14 +35,16 @@ struct AugmentOptions {
   TORCH_ARG(double, contrast) = 0.1;
 };
 
-/// Width and height from a JPEG's SOF marker; false when `data` is not a JPEG we can parse.
+/// Width and height from a JPEG's SOF marker (read_jpeg_header); false when `data` is not a JPEG we
+/// can parse.
 bool jpeg_dimensions(const uint8_t* data, size_t size, int* width, int* height);
 
 /// The largest of 1, 2, 4, 8 that still decodes at least `target` pixels along the shorter side.
 int decode_reduction(int width, int height, int target);
 
 /// Decodes encoded image bytes to grayscale size x size (CV_8UC1). `what` names the image in errors.
-/// DataError when the bytes do not decode.
+/// DataError when the bytes do not decode, or a JPEG is truncated or claims more than
+/// kMaxImagePixels (check_jpeg).
 cv::Mat decode_resized(const std::vector<uint8_t>& bytes, int size, const std::string& what);
 
 /// Reads and decodes a file. DataError naming the file when missing, unreadable or undecodable.

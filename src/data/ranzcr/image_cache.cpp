@@ -123,7 +123,23 @@ cv::Mat ImageCache::load(const std::string& uid, const std::string& source) {
     ++misses_;
   }
   img = decode_resized(source, size_);
-  write_entry(entry, img, stamp);
+  // The image decoded fine; the cache only saves work. A full disk or an unwritable folder must not
+  // turn good images into bad ones (with --skip-bad-images every image would become zeros), so the
+  // failure is logged (the first one with its reason, then at 10, 100, 1000, ... failures) and the
+  // decoded image is used.
+  try {
+    write_entry(entry, img, stamp);
+  } catch (const ddp::DataError& e) {
+    const int64_t failures = ++write_failures_;
+    if (failures == 1) {
+      DDP_LOG(WARN) << "image cache: " << e.what() << "; using the decoded image (further cache write failures are "
+                    << "counted, logged at 10, 100, 1000, ...)";
+    } else {
+      int64_t p = 10;
+      while (p < failures) p *= 10;
+      if (p == failures) DDP_LOG(WARN) << "image cache: " << failures << " entries could not be written; latest: " << e.what();
+    }
+  }
   return img;
 }
 

@@ -8,7 +8,8 @@
 // size and mtime, CRC-32 of the pixels) then width*height raw uint8 pixels (lossless). An entry
 // whose source changed, or whose header or checksum does not match, is rebuilt with a warning.
 // Entries are written to a temporary name and renamed, so ranks sharing the folder never see a
-// partial file.
+// partial file. An entry that cannot be written (full disk, read-only folder) is a warning, never a
+// bad image: the decoded image is used.
 
 #include <opencv2/core/mat.hpp>
 
@@ -36,11 +37,13 @@ class ImageCache {
   int64_t hits() const { return hits_.load(); }
   int64_t misses() const { return misses_.load(); }
   int64_t rebuilt() const { return rebuilt_.load(); }  ///< invalid entries replaced
+  /// Entries that could not be written (full disk, unwritable folder): the decoded image was used.
+  int64_t write_failures() const { return write_failures_.load(); }
 
  private:
   std::string dir_;
   int size_;
-  std::atomic<int64_t> hits_{0}, misses_{0}, rebuilt_{0};
+  std::atomic<int64_t> hits_{0}, misses_{0}, rebuilt_{0}, write_failures_{0};
 };
 
 }  // namespace ddp::data::ranzcr

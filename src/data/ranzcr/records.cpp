@@ -10,6 +10,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "data/common/file_bytes.h"
 #include "util/files.h"
 
 namespace ddp::data::ranzcr {
@@ -36,6 +37,25 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
+// A value from the file as it may appear in an error message: bytes outside printable ASCII as
+// \xNN (a binary file must not write raw bytes into the logs) and at most 80 characters.
+std::string shown(const std::string& s) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (out.size() >= 80) return out + "...(" + std::to_string(s.size()) + " bytes)";
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += digits[c >> 4];
+      out += digits[c & 15];
+    }
+  }
+  return out;
+}
+
 std::string where(const std::string& path, size_t line) {
   return "'" + path + "' line " + std::to_string(line);
 }
@@ -48,7 +68,7 @@ bool is_safe_uid(const std::string& uid) {
 
 }  // namespace
 
-std::vector<std::string> split_csv_line(const std::string& line) {
+std::vector<std::string> split_csv_line(const std::string& line, bool* unterminated_quote) {
   std::vector<std::string> fields;
   std::string field;
   bool quoted = false;
@@ -73,25 +93,33 @@ std::vector<std::string> split_csv_line(const std::string& line) {
     }
   }
   fields.push_back(std::move(field));
+  if (unterminated_quote) *unterminated_quote = quoted;
   return fields;
 }
 
 std::vector<Record> read_train_csv(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ddp::DataError("cannot open label file '" + path + "'");
+  if (!ddp::data::is_regular_file(path)) throw ddp::DataError("label file '" + path + "' is not a regular file");
+  return parse_train_csv(in, path);
+}
+
+std::vector<Record> parse_train_csv(std::istream& in, const std::string& path) {
   std::string line;
   if (!std::getline(in, line)) throw ddp::DataError("label file '" + path + "' is empty (no header)");
   if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 BOM
 
   // Header: find every expected column by name.
-  const std::vector<std::string> header = split_csv_line(line);
+  bool open_quote = false;
+  const std::vector<std::string> header = split_csv_line(line, &open_quote);
+  if (open_quote) throw ddp::DataError("label file '" + path + "' line 1: a quoted field is not closed (header)");
   std::map<std::string, size_t> by_name;
   for (size_t i = 0; i < header.size(); ++i) {
     const std::string name = trim(header[i]);
     bool known = name == kUidColumn || name == kPatientColumn;
     for (const auto& c : label_columns()) known = known || name == c;
     if (!known) {
-      throw ddp::DataError("label file '" + path + "': unknown column '" + name + "' (column " +
+      throw ddp::DataError("label file '" + path + "': unknown column '" + shown(name) + "' (column " +
                            std::to_string(i + 1) + " of the header)");
     }
     if (!by_name.emplace(name, i).second) {
@@ -116,7 +144,10 @@ std::vector<Record> read_train_csv(const std::string& path) {
   while (std::getline(in, line)) {
     ++line_no;
     if (trim(line).empty()) continue;
-    const std::vector<std::string> fields = split_csv_line(line);
+    const std::vector<std::string> fields = split_csv_line(line, &open_quote);
+    if (open_quote) {
+      throw ddp::DataError("label file " + where(path, line_no) + ": a quoted field is not closed (fields may not span lines)");
+    }
     if (fields.size() != header.size()) {
       throw ddp::DataError("label file " + where(path, line_no) + ": " + std::to_string(fields.size()) +
                            " fields, the header has " + std::to_string(header.size()));
@@ -124,11 +155,11 @@ std::vector<Record> read_train_csv(const std::string& path) {
     Record r;
     r.uid = trim(fields[uid_col]);
     if (!is_safe_uid(r.uid)) {
-      throw ddp::DataError("label file " + where(path, line_no) + ": bad StudyInstanceUID '" + r.uid + "'");
+      throw ddp::DataError("label file " + where(path, line_no) + ": bad StudyInstanceUID '" + shown(r.uid) + "'");
     }
     r.patient_id = trim(fields[patient_col]);
     if (r.patient_id.empty()) {
-      throw ddp::DataError("label file " + where(path, line_no) + ": empty PatientID for '" + r.uid + "'");
+      throw ddp::DataError("label file " + where(path, line_no) + ": empty PatientID for '" + shown(r.uid) + "'");
     }
     for (int c = 0; c < kNumLabels; ++c) {
       const std::string value = trim(fields[label_col[c]]);
@@ -138,13 +169,13 @@ std::vector<Record> read_train_csv(const std::string& path) {
         r.labels[c] = 1.f;
       } else {
         throw ddp::DataError("label file " + where(path, line_no) + ": column '" + label_columns()[c] +
-                             "' has value '" + value + "' (expected 0 or 1)");
+                             "' has value '" + shown(value) + "' (expected 0 or 1)");
       }
     }
     r.file_name = r.uid + ".jpg";
     auto [it, fresh] = line_of_uid.emplace(r.uid, line_no);
     if (!fresh) {
-      throw ddp::DataError("label file " + where(path, line_no) + ": duplicate StudyInstanceUID '" + r.uid +
+      throw ddp::DataError("label file " + where(path, line_no) + ": duplicate StudyInstanceUID '" + shown(r.uid) +
                            "' (first on line " + std::to_string(it->second) + ")");
     }
     records.push_back(std::move(r));

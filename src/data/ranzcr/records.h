@@ -6,6 +6,7 @@
 //   ddp::data::ranzcr::write_submission("submission.csv", uids, probabilities);
 
 #include <array>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,12 @@ struct Record {
 /// ignored, a UTF-8 BOM and CRLF line ends too). DataError naming the file, the line and the column
 /// or value for: a missing or unknown column, a row with another number of fields, a label that is
 /// not 0 or 1, an empty or path-like StudyInstanceUID, an empty PatientID, a duplicate
-/// StudyInstanceUID (both lines named), or no rows at all.
+/// StudyInstanceUID (both lines named), a quoted field left open (fields may not span lines), or
+/// no rows at all. Values quoted in messages show bytes outside printable ASCII as \xNN.
 std::vector<Record> read_train_csv(const std::string& path);
+
+/// The parser behind read_train_csv, over any stream; `path` names it in errors.
+std::vector<Record> parse_train_csv(std::istream& in, const std::string& path);
 
 /// Test images of a folder: every <uid>.jpg (also .jpeg/.png), sorted by uid, labels 0.
 /// DataError when the folder is missing or holds no image.
@@ -40,6 +45,7 @@ void write_submission(const std::string& path, const std::vector<std::string>& u
                       const std::vector<float>& probabilities);
 
 /// Splits one CSV line into fields (RFC 4180 quotes understood), without trimming.
-std::vector<std::string> split_csv_line(const std::string& line);
+/// `unterminated_quote` (when given) is set when the line ends inside a quoted field.
+std::vector<std::string> split_csv_line(const std::string& line, bool* unterminated_quote = nullptr);
 
 }  // namespace ddp::data::ranzcr
