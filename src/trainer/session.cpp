@@ -5,6 +5,8 @@
 #include <ddp/logging.h>
 #include <ddp/process_group.h>
 
+#include <chrono>
+
 #include "trainer/blas.h"
 #include "trainer/thread_budget.h"
 
@@ -36,7 +38,10 @@ Session start_session(const RuntimeOptions& runtime, const DeviceChoice& device,
                       const std::string& details) {
   Session s;
   s.device = device.device;
-  s.pg = ddp::init_process_group(ddp::InitOptions().backend(runtime.backend()).device(s.device));
+  // --timeout 0 leaves InitOptions' 0: the backend's own default.
+  auto timeout = std::chrono::milliseconds(static_cast<int64_t>(runtime.timeout_seconds() * 1000.0));
+  if (runtime.timeout_seconds() > 0 && timeout.count() == 0) timeout = std::chrono::milliseconds(1);
+  s.pg = ddp::init_process_group(ddp::InitOptions().backend(runtime.backend()).device(s.device).timeout(timeout));
   s.threads = intra_op_threads(runtime.threads(), ddp::world());
   set_intra_op_threads(s.threads);
   if (s.rank0()) {

@@ -150,6 +150,33 @@ class Pod:
         """Signals every process in the pod (what the kubelet does on delete: SIGTERM, later SIGKILL)."""
         return _kill_netns(self.ns, sig)
 
+    def pids(self):
+        """{pid: command name} of every process in the pod."""
+        r = _ip("netns", "pids", self.ns, check=False)
+        out = {}
+        for p in (r.stdout.split() if r.returncode == 0 else []):
+            try:
+                with open(f"/proc/{p}/comm") as f:
+                    out[int(p)] = f.read().strip()
+            except OSError:
+                pass  # exited meanwhile
+        return out
+
+    @property
+    def host_link(self):
+        """The host end of the pod's veth (a port of the cluster's bridge)."""
+        return f"{self.cluster.tag}h{self.ns.rsplit('n', 1)[1]}"
+
+    def cut_network(self):
+        """Takes the host end of the veth down: the pod's eth0 loses its carrier and every packet to or
+        from the pod is dropped without an error (a cable pulled, a node partitioned). Established
+        connections stay open on both sides; only timeouts notice."""
+        _ip("link", "set", self.host_link, "down")
+
+    def restore_network(self):
+        """Undoes cut_network() if the pod still exists (a deleted pod took its veth with it)."""
+        return _ip("link", "set", self.host_link, "up", check=False).returncode == 0
+
 
 class Cluster:
     def __init__(self, workdir, namespace="default"):
