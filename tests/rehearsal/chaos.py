@@ -209,9 +209,10 @@ def plan_faults(rng, variant, kind, job_name, replicas, ref_seconds, timeout):
         if kind == "net-cut":
             return Fault(kind, at, rng.choice(pods), duration=timeout + rng.uniform(2.0, 0.5 * timeout + 2.0))
         return Fault(kind, at, rng.choice(pods))   # kill-ddprun
-    # From a second after the start (pods starting, rendezvous) to well before the reference run's
-    # end (the load on the machine varies the run's length; a fault after the end tests nothing).
-    first = one(kind, rng.uniform(1.0, max(2.0, 0.7 * ref_seconds)))
+    # From a second after the start (pods starting, rendezvous) to near the reference run's end. The
+    # times scale with the reference's duration measured in the same invocation, so a replay on a
+    # faster or busier machine hits the same moment of the job (roughly), not the same second.
+    first = one(kind, rng.uniform(1.0, max(2.0, 0.85 * ref_seconds)))
     faults = [first]
     if rng.random() < 1 / 3:
         faults.append(one(rng.choice(VARIANTS[variant][3]), first.at + rng.uniform(1.0, max(2.0, 0.7 * ref_seconds))))

@@ -225,10 +225,7 @@ class Cluster:
         self.counter += 1
         k = self.counter
         ns, host_if, peer = f"{self.tag}n{k}", f"{self.tag}h{k}", f"{self.tag}p{k}"
-        if self._next_host > 250:
-            raise NetError("out of pod addresses")
-        ip = str(self.subnet.network_address + self._next_host)
-        self._next_host += 1
+        ip = self._free_ip()
         self.state["netns"].append(ns)
         self.state["links"].append(host_if)
         self._save()
@@ -249,6 +246,17 @@ class Cluster:
         pod.write_hosts()
         self.pods.append(pod)
         return pod
+
+    def _free_ip(self):
+        """The next address of .10-.250 that no pod holds, cycling: a long run (the chaos rounds)
+        recreates more pods than the subnet has addresses, and reuses the ones freed longest ago."""
+        used = {p.ip for p in self.pods}
+        for _ in range(241):
+            ip = str(self.subnet.network_address + self._next_host)
+            self._next_host = 10 if self._next_host >= 250 else self._next_host + 1
+            if ip not in used:
+                return ip
+        raise NetError("out of pod addresses: 241 pods exist")
 
     def publish(self, name, ip):
         with self.lock:
