@@ -1,7 +1,6 @@
 // train_cifar10: distributed CIFAR-10 training; the C++ counterpart of the aws-do-kubeflow
 // workshop's cifar10-distributed-gpu-final.py. Usage and behaviour: docs/CIFAR10.md.
 #include <ddp/errors.h>
-#include <ddp/signals.h>
 
 #include "options.h"
 #include "train.h"
@@ -10,7 +9,6 @@ int main(int argc, char** argv) {
   try {
     auto options = train_cifar10::parse_options(argc, argv);
     if (!options) return 0;  // --help or --version
-    ddp::install_stop_handlers();  // SIGTERM: finish the step, checkpoint, exit 143
     return train_cifar10::train(*options);
   } catch (const std::exception& e) {
     return ddp::report_and_exit_code(e);

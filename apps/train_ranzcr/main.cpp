@@ -8,7 +8,6 @@
 #include "train.h"
 
 #include <ddp/errors.h>
-#include <ddp/signals.h>
 
 #include "trainer/session.h"
 
@@ -16,7 +15,6 @@ int main(int argc, char** argv) {
   try {
     auto options = train_ranzcr::parse_options(argc, argv);
     if (!options) return 0;  // --help or --version
-    ddp::install_stop_handlers();  // SIGTERM: finish the step, checkpoint, exit 143
     const auto device = ddp::trainer::choose_device(options->runtime);
     const bool amp = train_ranzcr::autocast_wanted(options->amp, device);
     const auto session = ddp::trainer::start_session(

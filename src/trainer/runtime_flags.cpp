@@ -30,6 +30,9 @@ void add_runtime_flags(cxxopts::Options& cli, const std::string& data_dir_holds)
       ("progress", "auto (a bar on a terminal, plain lines otherwise), bar or plain", cxxopts::value<std::string>()->default_value("auto"))
       ("log-interval", "plain progress lines and JSON train records every N steps", cxxopts::value<std::string>()->default_value("10"))
       ("max-steps", "stop after N optimizer steps, evaluate and save (0: no limit)", cxxopts::value<std::string>()->default_value("0"))
+      ("timeout", "seconds a collective, the rendezvous or a store call may wait before the rank exits 201 "
+                  "(0: the backend's default, Gloo 30 min, NCCL 10 min)",
+       cxxopts::value<std::string>()->default_value("0"))
       ("metrics-file", "rank 0 appends JSON lines (train intervals, evaluations, a summary) here",
        cxxopts::value<std::string>()->default_value(""));
 }
@@ -60,6 +63,7 @@ RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args, const std::m
   util::require_choice("--progress", o.progress(), {"auto", "bar", "plain"});
   o.log_interval(util::parse_int("--log-interval", args["log-interval"].as<std::string>(), 1, INT64_C(1) << 40));
   o.max_steps(util::parse_int("--max-steps", args["max-steps"].as<std::string>(), 0, INT64_C(1) << 40));
+  o.timeout_seconds(util::parse_real("--timeout", args["timeout"].as<std::string>(), 0, 7 * 24 * 3600.0));
   return o;
 }
 

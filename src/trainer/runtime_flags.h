@@ -9,6 +9,9 @@
 //   --backend auto|gloo|nccl   --device auto|cpu|cuda (session.h says what auto does)
 //   --threads N (0: thread_budget.h)   --progress auto|bar|plain
 //   --log-interval N   --max-steps N (0: no limit)
+//   --timeout S     seconds a collective, the rendezvous or a store call may take before the rank
+//                   fails with TimeoutError (exit 201, retryable); 0: the backend's default (Gloo 30 min,
+//                   NCCL 10 min). A short one bounds how long a rank waits for a peer whose network is gone.
 //
 //   cxxopts::Options cli("train_x", "...");
 //   ddp::trainer::add_runtime_flags(cli, "train.csv and train/");
@@ -44,6 +47,8 @@ struct RuntimeOptions {
   TORCH_ARG(int64_t, log_interval) = 10;
   /// Stop after N optimizer steps (evaluate and save); 0: no limit.
   TORCH_ARG(int64_t, max_steps) = 0;
+  /// Process-group timeout in seconds (collectives, rendezvous, store calls); 0: the backend's default.
+  TORCH_ARG(double, timeout_seconds) = 0;
 };
 
 /// Registers the flags: --data-dir and --model-dir in group "Data" (`data_dir_holds` completes

@@ -4,6 +4,9 @@
 #include <ddp/init.h>
 #include <ddp/logging.h>
 #include <ddp/process_group.h>
+#include <ddp/signals.h>
+
+#include <chrono>
 
 #include "trainer/blas.h"
 #include "trainer/thread_budget.h"
@@ -36,7 +39,14 @@ Session start_session(const RuntimeOptions& runtime, const DeviceChoice& device,
                       const std::string& details) {
   Session s;
   s.device = device.device;
-  s.pg = ddp::init_process_group(ddp::InitOptions().backend(runtime.backend()).device(s.device));
+  // --timeout 0 leaves InitOptions' 0: the backend's own default.
+  auto timeout = std::chrono::milliseconds(static_cast<int64_t>(runtime.timeout_seconds() * 1000.0));
+  if (runtime.timeout_seconds() > 0 && timeout.count() == 0) timeout = std::chrono::milliseconds(1);
+  s.pg = ddp::init_process_group(ddp::InitOptions().backend(runtime.backend()).device(s.device).timeout(timeout));
+  // From here SIGTERM means "finish the step, checkpoint, exit 143". Not before: while joining there
+  // is nothing to save, and a flag nobody polls yet would keep a rank waiting on a peer or an
+  // unreachable store until the launcher's or the kubelet's grace period ends in SIGKILL.
+  ddp::install_stop_handlers();
   s.threads = intra_op_threads(runtime.threads(), ddp::world());
   set_intra_op_threads(s.threads);
   if (s.rank0()) {

@@ -44,7 +44,9 @@ struct Session {
   bool rank0() const;
 };
 
-/// Joins the process group from the environment (docs/ENVIRONMENT.md) with --backend on `device`,
+/// Joins the process group from the environment (docs/ENVIRONMENT.md) with --backend on `device`
+/// (--timeout bounds it), then installs the stop handlers (ddp/signals.h: SIGTERM finishes the step,
+/// checkpoints and exits 143; before that, while joining, SIGTERM ends the process at once),
 /// sets the thread budget (--threads) and has rank 0 log the startup line:
 ///   "<program>: <world>, backend gloo, device cpu (why), 4 intra-op threads, BLAS ...<details>"
 /// and warn when the BLAS is the slow reference one.

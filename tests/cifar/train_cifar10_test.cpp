@@ -7,6 +7,9 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
+
+#include <signal.h>
 
 #include "cifar_test_util.h"
 #include "support/multiprocess.h"
@@ -211,4 +214,37 @@ TEST(TrainCifar10, SageMakerDefaultsAndResNet18) {
   EXPECT_TRUE(state.contains("layer4.1.bn2.running_var"));
   EXPECT_TRUE(state.contains("fc.weight"));
   EXPECT_EQ(state.at("conv1.weight").toTensor().sizes(), (std::vector<int64_t>{64, 3, 3, 3}));  // CIFAR stem
+}
+
+// SIGTERM while joining the job (a pod deleted, ddprun stopping its workers, ddprun's parent-death
+// signal) ends the trainer at once: there is nothing to checkpoint yet. Before the fix the stop
+// handler was installed before init, so the signal only set a flag that the training loop polls,
+// and a rank stuck joining (rank 0 waiting for a peer, rank 1 retrying an unreachable store) kept
+// waiting for its timeout while ddprun or the kubelet waited out the grace period (found by the
+// rehearsal's chaos rounds, seed 117: 30 s of grace on every such stop).
+TEST(TrainCifar10, SigtermWhileJoiningEndsAtOnce) {
+  TempDir dir("cifar-term-join");
+  const std::string data = dir.path + "/data";
+  make_data(data, 50, 20, "bin");
+  const int port = ddp::testing::free_port();
+  // Rank 0 of 2 hosts the store and waits for rank 1, which never comes; rank 1 of 2 elsewhere
+  // retries a store nobody hosts (its connect deadline is 5 minutes).
+  std::vector<std::unique_ptr<Subprocess>> procs;
+  for (const auto& master_port : {std::to_string(port), std::to_string(ddp::testing::free_port())}) {
+    const std::string rank = procs.empty() ? "0" : "1";
+    procs.push_back(std::make_unique<Subprocess>(
+        std::vector<std::string>{DDP_TRAIN_CIFAR10, "--data-dir", data, "--model-dir", dir.path + "/model" + rank,
+                                 "--timeout", "120"},
+        Env{{"RANK", rank}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", master_port},
+            {"LOCAL_RANK", ddp::testing::kUnset}, {"OMP_NUM_THREADS", "1"}}));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // both are joining by now (or still loading: same result)
+  const auto sent = std::chrono::steady_clock::now();
+  for (auto& p : procs) p->kill(SIGTERM);
+  for (auto& p : procs) {
+    const int status = p->wait(std::chrono::seconds(20));
+    if (status == -1) p->kill(SIGKILL);
+    EXPECT_EQ(status, 143) << p->output();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(20));
 }

@@ -150,6 +150,33 @@ class Pod:
         """Signals every process in the pod (what the kubelet does on delete: SIGTERM, later SIGKILL)."""
         return _kill_netns(self.ns, sig)
 
+    def pids(self):
+        """{pid: command name} of every process in the pod."""
+        r = _ip("netns", "pids", self.ns, check=False)
+        out = {}
+        for p in (r.stdout.split() if r.returncode == 0 else []):
+            try:
+                with open(f"/proc/{p}/comm") as f:
+                    out[int(p)] = f.read().strip()
+            except OSError:
+                pass  # exited meanwhile
+        return out
+
+    @property
+    def host_link(self):
+        """The host end of the pod's veth (a port of the cluster's bridge)."""
+        return f"{self.cluster.tag}h{self.ns.rsplit('n', 1)[1]}"
+
+    def cut_network(self):
+        """Takes the host end of the veth down: the pod's eth0 loses its carrier and every packet to or
+        from the pod is dropped without an error (a cable pulled, a node partitioned). Established
+        connections stay open on both sides; only timeouts notice."""
+        _ip("link", "set", self.host_link, "down")
+
+    def restore_network(self):
+        """Undoes cut_network() if the pod still exists (a deleted pod took its veth with it)."""
+        return _ip("link", "set", self.host_link, "up", check=False).returncode == 0
+
 
 class Cluster:
     def __init__(self, workdir, namespace="default"):
@@ -198,10 +225,7 @@ class Cluster:
         self.counter += 1
         k = self.counter
         ns, host_if, peer = f"{self.tag}n{k}", f"{self.tag}h{k}", f"{self.tag}p{k}"
-        if self._next_host > 250:
-            raise NetError("out of pod addresses")
-        ip = str(self.subnet.network_address + self._next_host)
-        self._next_host += 1
+        ip = self._free_ip()
         self.state["netns"].append(ns)
         self.state["links"].append(host_if)
         self._save()
@@ -222,6 +246,17 @@ class Cluster:
         pod.write_hosts()
         self.pods.append(pod)
         return pod
+
+    def _free_ip(self):
+        """The next address of .10-.250 that no pod holds, cycling: a long run (the chaos rounds)
+        recreates more pods than the subnet has addresses, and reuses the ones freed longest ago."""
+        used = {p.ip for p in self.pods}
+        for _ in range(241):
+            ip = str(self.subnet.network_address + self._next_host)
+            self._next_host = 10 if self._next_host >= 250 else self._next_host + 1
+            if ip not in used:
+                return ip
+        raise NetError("out of pod addresses: 241 pods exist")
 
     def publish(self, name, ip):
         with self.lock:

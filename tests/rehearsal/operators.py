@@ -286,7 +286,8 @@ def v1_env(job, rtype, index):
 def play_pytorchjob(job, factory, timeout, dns_delay=0.0, master_start_delay=0.0, on_tick=None):
     """Runs the job to an end. dns_delay: the master's record appears that many seconds after the
     workers start; the master pod starts master_start_delay seconds after its record (DNS ahead of
-    the listening socket). on_tick(result, runs) may act on the pods (kill one) each tick."""
+    the listening socket). on_tick(result, runs) may act on the pods (kill one) each tick; when it
+    returns a reason, the job ends as Timeout with that reason (a watchdog's verdict)."""
     name = job["metadata"]["name"]
     res = JobResult("PyTorchJob", name)
     spec = job["spec"]
@@ -330,7 +331,9 @@ def play_pytorchjob(job, factory, timeout, dns_delay=0.0, master_start_delay=0.0
                 if r.containers_at > r.create_at:
                     res.event(f"pod {r.name}: containers start")
         if on_tick:
-            on_tick(res, runs)
+            stuck = on_tick(res, runs)   # a reason to give up on the job (a hang), or None
+            if stuck and res.condition is None:
+                res.condition, res.reason = "Timeout", stuck
         for r in runs:
             rc = r.poll()
             if rc is None:

@@ -24,6 +24,14 @@ the environment the controller injects (operators.py). Scenarios:
   ranzcr-cpu   k8s/ranzcr (Master 1 + Worker 3, GPU manifest) with its data-prep Job, played on CPU:
                --device cpu --backend gloo --amp none --image-size 64 --arch resnet18 --epochs 1
                --batch-size 8. Must complete with a model and a checkpoint.
+  chaos        (not in the default list) seeded rounds of faults — a worker process, a whole ddprun,
+               the master pod (the store's host) SIGKILLed, a pod's network cut for longer than the
+               configured timeout — in the PyTorchJob and ddprun variants; every round must end with
+               weights identical to an undisturbed run and an intact step history, or with a clear
+               permanent error, never a hang (chaos.py says how each is checked).
+               --chaos-rounds N (7) --chaos-seed S (1: rounds use seeds S..S+N-1)
+               --chaos-timeout T (20: the trainers' --timeout, ddprun's --join-timeout)
+               --chaos-kinds kill-worker,kill-ddprun,kill-master,net-cut --chaos-variants pytorchjob,ddprun
 
 The manifests are played as written except these overrides, so a run takes seconds: --epochs 2
 (1 for ddprun), --checkpoint-every 20. Root and `ip netns` are required; without them the run exits
@@ -32,6 +40,7 @@ Every namespace, veth, bridge and hosts file is removed at the end, on failure t
 killed run are removed by the next one.
 
   rehearse.py --build-dir build [--scenario dns-race,kill-worker,bad-arg] [--work DIR] [--keep]
+  rehearse.py --build-dir build --scenario chaos --chaos-rounds 50 --chaos-seed 100
 """
 import argparse
 import base64
@@ -53,6 +62,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "k8s"))
 sys.path.insert(0, os.path.join(REPO, "docker"))
 sys.path.insert(0, os.path.join(REPO, "tests", "support"))
+import chaos  # noqa: E402
 import chroot_build  # noqa: E402  (the Dockerfile parser: the image's ENV)
 import ci  # noqa: E402
 import kustomize_lite  # noqa: E402
@@ -444,8 +454,20 @@ def scenario_ranzcr_cpu(sc, state):
     expect(bool(checkpoint_steps(os.path.join(sc.pvc, "checkpoints", name))), "an epoch-end checkpoint was written")
 
 
+def play_data_job(sc, overlay):
+    """The overlay's data-prep Jobs, each to completion (a volume prepared before the job)."""
+    for j in by_kind(sc.render(overlay), "Job"):
+        r = operators.play_job(j, sc.factory, 300)
+        expect(r.condition == "Succeeded", f"data-prep Job {j['metadata']['name']} completed")
+
+
+def scenario_chaos(sc, state):
+    chaos.scenario_chaos(sc, state, sc.args.chaos, expect, same_weights, play_data_job)
+
+
 SCENARIOS = {"dns-race": scenario_dns_race, "kill-worker": scenario_kill_worker, "bad-arg": scenario_bad_arg,
-             "trainjob": scenario_trainjob, "ddprun": scenario_ddprun, "ranzcr-cpu": scenario_ranzcr_cpu}
+             "trainjob": scenario_trainjob, "ddprun": scenario_ddprun, "ranzcr-cpu": scenario_ranzcr_cpu,
+             "chaos": scenario_chaos}
 
 
 # ---- main ---------------------------------------------------------------------------------------
@@ -457,13 +479,27 @@ def main():
     ap.add_argument("--scenario", default=",".join(ALL))
     ap.add_argument("--work")
     ap.add_argument("--keep", action="store_true", help="keep the work folder (logs, PVC folders)")
+    ap.add_argument("--chaos-rounds", type=int, default=7, help="chaos: rounds (seeds SEED..SEED+N-1)")
+    ap.add_argument("--chaos-seed", type=int, default=1, help="chaos: the first round's seed")
+    ap.add_argument("--chaos-timeout", type=float, default=20.0,
+                    help="chaos: the trainers' --timeout and ddprun's --join-timeout, seconds")
+    ap.add_argument("--chaos-kinds", default="", help="chaos: only these faults (comma-separated)")
+    ap.add_argument("--chaos-variants", default="", help="chaos: only these jobs (pytorchjob, ddprun)")
     ap.add_argument("--standin-bin-dir", help=argparse.SUPPRESS)  # harness development only, never in ctest
     ap.add_argument("--strip-flag", action="append", default=[], help=argparse.SUPPRESS)  # idem
     args = ap.parse_args()
     names = [s for s in args.scenario.split(",") if s]
     for n in names:
         if n not in SCENARIOS:
-            ap.error(f"unknown scenario {n}; known: {', '.join(ALL)}")
+            ap.error(f"unknown scenario {n}; known: {', '.join(SCENARIOS)}")
+    try:
+        args.chaos = chaos.Settings(args.chaos_rounds, args.chaos_seed, args.chaos_timeout,
+                                    [k for k in args.chaos_kinds.split(",") if k],
+                                    [v for v in args.chaos_variants.split(",") if v])
+    except ValueError as e:
+        ap.error(str(e))
+    if args.chaos_rounds < 1 or args.chaos_timeout <= 0:
+        ap.error("--chaos-rounds must be >= 1 and --chaos-timeout > 0")
     why = netpods.netns_capable()
     if why:
         return ci.skip(f"the rehearsal needs root and network namespaces ({why})")
@@ -477,7 +513,7 @@ def main():
     args.bin_dir, lib_dir, found = make_bin_dir(os.path.abspath(args.build_dir), args.work, args.standin_bin_dir)
     if args.standin_bin_dir:
         print(f"WARNING: stand-in binaries from {args.standin_bin_dir}: harness development, not a rehearsal")
-    needed = {"train_cifar10", "make_cifar10_synthetic"} | ({"ddprun"} if {"trainjob", "ddprun"} & set(names) else set())
+    needed = {"train_cifar10", "make_cifar10_synthetic"} | ({"ddprun"} if {"trainjob", "ddprun", "chaos"} & set(names) else set())
     if "ranzcr-cpu" in names:
         needed |= {"train_ranzcr", "make_ranzcr_synthetic"}
     missing = sorted(needed - set(found))

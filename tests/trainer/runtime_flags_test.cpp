@@ -53,6 +53,7 @@ TEST(RuntimeFlags, DefaultsWithoutFlagsOrEnvironment) {
   EXPECT_EQ(o.progress(), "auto");
   EXPECT_EQ(o.log_interval(), 10);
   EXPECT_EQ(o.max_steps(), 0);
+  EXPECT_EQ(o.timeout_seconds(), 0);
 }
 
 TEST(RuntimeFlags, SageMakerChannelsAndModelDirAreDefaultsThatFlagsOverride) {
@@ -70,7 +71,7 @@ TEST(RuntimeFlags, SageMakerChannelsAndModelDirAreDefaultsThatFlagsOverride) {
 
 TEST(RuntimeFlags, EveryFlagIsRead) {
   RuntimeOptions o = parse({"--metrics-file", "m.jsonl", "--backend", "gloo", "--device", "cpu", "--threads", "3",
-                            "--progress", "plain", "--log-interval", "5", "--max-steps", "7"});
+                            "--progress", "plain", "--log-interval", "5", "--max-steps", "7", "--timeout", "2.5"});
   EXPECT_EQ(o.metrics_file(), "m.jsonl");
   EXPECT_EQ(o.backend(), "gloo");
   EXPECT_EQ(o.device(), "cpu");
@@ -78,6 +79,7 @@ TEST(RuntimeFlags, EveryFlagIsRead) {
   EXPECT_EQ(o.progress(), "plain");
   EXPECT_EQ(o.log_interval(), 5);
   EXPECT_EQ(o.max_steps(), 7);
+  EXPECT_EQ(o.timeout_seconds(), 2.5);
 }
 
 TEST(RuntimeFlags, BadValuesNameTheFlag) {
@@ -88,6 +90,8 @@ TEST(RuntimeFlags, BadValuesNameTheFlag) {
   EXPECT_NE(error_of({"--threads", "2x"}).find("--threads='2x'"), std::string::npos);
   EXPECT_NE(error_of({"--log-interval", "0"}).find("--log-interval='0'"), std::string::npos);
   EXPECT_NE(error_of({"--max-steps", "-3"}).find("--max-steps='-3'"), std::string::npos);
+  EXPECT_NE(error_of({"--timeout", "-1"}).find("--timeout='-1' is out of range"), std::string::npos);
+  EXPECT_NE(error_of({"--timeout", "soon"}).find("--timeout='soon' is not a number"), std::string::npos);
   EXPECT_NE(error_of({"--model-dir", ""}).find("--model-dir is empty"), std::string::npos);
   EXPECT_NE(error_of({"--device", "cpu", "--backend", "nccl"}).find("--backend nccl needs CUDA tensors"), std::string::npos);
   EXPECT_NE(error_of({"--no-such-flag"}).find("train_test: "), std::string::npos);
