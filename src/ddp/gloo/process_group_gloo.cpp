@@ -199,12 +199,17 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
   const std::string prefix = "gloo/" + std::to_string(g_group_counter.fetch_add(1));
   GlooStoreAdapter adapter(store, prefix, options.timeout());
   auto context = std::make_shared<::gloo::rendezvous::Context>(rank, size);
-  context->setTimeout(options.timeout());
+  // Gloo's tcp::Pair waits 5x its timeout for the initial connect (pair.h, waitUntil), so a peer that
+  // published its address and vanished held the others for 5x --timeout (found by the chaos rounds:
+  // 115 s with --timeout 20). The pairs are made with a fifth of it; the operations use their own
+  // per-call deadlines, and the context gets the whole timeout back once the mesh is up.
+  context->setTimeout(std::max(options.timeout() / 5, std::chrono::milliseconds(1)));
   const std::string what = "gloo rendezvous (rank " + std::to_string(rank) + " of " + std::to_string(size) +
                            ", store keys under '" + prefix + "/', bound to " + device->str() + " from " +
                            choice.reason + ")";
   try {
     context->connectFullMesh(adapter, device);
+    context->setTimeout(options.timeout());
   } catch (const TimeoutError& e) {
     throw TimeoutError(what + ": " + e.what() + " (a rank did not start, or cannot reach the store)");
   } catch (const ddp::Error&) {
