@@ -17,9 +17,10 @@ if(DDP_SANITIZE)
   if("thread" IN_LIST ddp_sanitizers AND ("address" IN_LIST ddp_sanitizers OR "leak" IN_LIST ddp_sanitizers))
     message(FATAL_ERROR "ddp: DDP_SANITIZE: 'thread' cannot be combined with 'address' or 'leak'")
   endif()
-  # Whole stacks in the reports; -O1 keeps instrumented LibTorch-heavy files cheap to compile and
-  # the reports close to the source.
-  add_compile_options(-fsanitize=${DDP_SANITIZE} -fno-omit-frame-pointer -g -O1)
+  # Whole stacks with file:line in the reports. -O0 -g1 (line tables only): a file that includes
+  # <torch/torch.h> compiles about twice as fast as at -O1 -g, which matters more on a 2-core CI
+  # machine than the tests' speed; the reports point at the exact source line.
+  add_compile_options(-fsanitize=${DDP_SANITIZE} -fno-omit-frame-pointer -O0 -g1)
   add_link_options(-fsanitize=${DDP_SANITIZE})
   if("undefined" IN_LIST ddp_sanitizers)
     # A UBSan finding ends the process (non-zero exit), so a test cannot pass over one.
