@@ -12,7 +12,7 @@ function(ddp_add_subdirectories dir)
   endforeach()
 endfunction()
 
-# ddp_add_gtest(NAME SOURCES a.cpp b.cpp [LIBS x y] [TIMEOUT s] [LABELS l])
+# ddp_add_gtest(NAME SOURCES a.cpp b.cpp [LIBS x y] [TIMEOUT s] [LABELS l])  (NAME is a label too)
 # One GoogleTest executable linked with the multi-process test support (tests/support), registered
 # with ctest test by test. Executables re-run themselves as worker processes (see multiprocess.h).
 function(ddp_add_gtest name)
@@ -22,9 +22,17 @@ function(ddp_add_gtest name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
+  # Instrumented builds run slower (cmake/DdpSanitizers.cmake): ASan ~2x, TSan up to ~10x.
+  if(DDP_SANITIZE MATCHES "thread")
+    math(EXPR ARG_TIMEOUT "${ARG_TIMEOUT} * 5")
+  elseif(DDP_SANITIZE)
+    math(EXPR ARG_TIMEOUT "${ARG_TIMEOUT} * 3")
+  endif()
+  # Each test also carries its executable's name as a label, so a script can run the tests of the
+  # executables it built (scripts/sanitize.sh: ctest -L '^(test_store|test_gloo)$').
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 120
-    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${name};${ARG_LABELS}")
 endfunction()
 
 # ddp_test_internal_units(TARGET src/ddp/area/unit.cpp ...)
