@@ -35,6 +35,13 @@ PeerMonitor::~PeerMonitor() {
   }
   cv_.notify_all();
   thread_.join();
+  // The canaries' receives are still posted, and Gloo's I/O thread signals a posted buffer when its
+  // connection closes through a pointer that does not keep the buffer alive: a peer exiting now
+  // raced with freeing the canaries (TSan: pthread_cond_broadcast in signalException against the
+  // destructor). Closing the connections from this thread first leaves the I/O thread nothing to
+  // signal. Only the group's destructor destroys the monitor, after its last operation, and the
+  // context would close the same connections next.
+  context_->closeConnections();
 }
 
 void PeerMonitor::watch(Exchange* exchange) {
