@@ -24,7 +24,9 @@ namespace ddp {
 
 class ProcessGroup;
 
-/// Installs the SIGTERM and SIGINT handlers (idempotent; SA_RESTART, so blocking calls continue).
+/// Installs the SIGTERM and SIGINT handlers (idempotent; SA_RESTART, so blocking calls continue)
+/// and ignores SIGPIPE, so a write to a console nobody reads any more (the launcher was killed)
+/// fails with EPIPE instead of ending the process before its checkpoint.
 DDP_API void install_stop_handlers();
 
 /// True once SIGTERM or SIGINT arrived (or request_stop() was called) in this process.

@@ -42,6 +42,15 @@ void install_stop_handlers() {
       if (sigaction(sig, &sa, nullptr) != 0)
         throw Error("installing the handler for signal " + std::to_string(sig) + " failed", kExitInternal);
     }
+    // A stopping process must get to its checkpoint. When the launcher was killed, the pipes that
+    // were our stdout and stderr have no reader: with SIGPIPE's default action the first log line
+    // after the stop signal would end us (exit 141) before the save. Ignored, such a write fails
+    // with EPIPE, the line is lost, and the checkpoint is written.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    if (sigaction(SIGPIPE, &ignore, nullptr) != 0)
+      throw Error("ignoring SIGPIPE failed", kExitInternal);
   });
 }
 
