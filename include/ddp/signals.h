@@ -3,7 +3,8 @@
 //
 // The handlers only record the request (a lock-free atomic store: async-signal-safe); the trainer
 // polls it between steps, finishes the current step, writes a checkpoint and exits 143 (SIGTERM) or
-// 130 (SIGINT). A second signal of the same kind ends the process at once with that code.
+// 130 (SIGINT). A second signal of the same kind ends the process at once with that code, except a
+// repeat of the parent-death signal from a launcher that died (docs/DDPRUN.md).
 //
 //   ddp::install_stop_handlers();
 //   ddp::StopVote stop(*pg);
