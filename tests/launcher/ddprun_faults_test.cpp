@@ -298,3 +298,28 @@ TEST(DdprunFaults, GarbageInAnyVariableOfTheContractIsExit2NamingIt) {
   }
   fs::remove_all(dir);
 }
+
+// ---- a store that stops answering ---------------------------------------------------------------
+
+// Probe: node 0's ddprun frozen (SIGSTOP: the store accepts nothing more, the connection stays up).
+// Node 1's monitor loop waited in a store request for --join-timeout (900 s by default); now each
+// request has --store-timeout, and node 1 stops its workers and exits 201 (retryable).
+TEST(DdprunFaults, AFrozenStoreEndsTheOtherNodesWithinTheStoreTimeout) {
+  const int port = ddp::testing::free_port();
+  auto node = [&](int rank) {
+    return std::make_unique<Subprocess>(
+        std::vector<std::string>{kDdprun, "--monitor-interval", "0.05", "--nnodes", "2", "--node-rank",
+                                 std::to_string(rank), "--master-addr", "127.0.0.1", "--master-port",
+                                 std::to_string(port), "--join-timeout", "60", "--store-timeout", "2",
+                                 "--grace-period", "5", ddp::testing::self_exe()},
+        std::map<std::string, std::string>{{"DDP_TEST_WORKER", "idle"}});
+  };
+  auto node0 = node(0);
+  auto node1 = node(1);
+  ASSERT_TRUE(wait_for_text([&] { return node1->output(); }, "]: idle rank 1", 60s)) << node1->output();
+  node0->kill(SIGSTOP);
+  const auto stopped = std::chrono::steady_clock::now();
+  EXPECT_EQ(node1->wait(40s), 201) << node1->output();
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped, 20s) << node1->output();
+  node0->kill(SIGKILL);
+}
