@@ -3,7 +3,8 @@
 //
 // The handlers only record the request (a lock-free atomic store: async-signal-safe); the trainer
 // polls it between steps, finishes the current step, writes a checkpoint and exits 143 (SIGTERM) or
-// 130 (SIGINT). A second signal of the same kind ends the process at once with that code.
+// 130 (SIGINT). A second signal of the same kind ends the process at once with that code, except a
+// repeat of the parent-death signal from a launcher that died (docs/DDPRUN.md).
 //
 //   ddp::install_stop_handlers();
 //   ddp::StopVote stop(*pg);
@@ -24,7 +25,9 @@ namespace ddp {
 
 class ProcessGroup;
 
-/// Installs the SIGTERM and SIGINT handlers (idempotent; SA_RESTART, so blocking calls continue).
+/// Installs the SIGTERM and SIGINT handlers (idempotent; SA_RESTART, so blocking calls continue)
+/// and ignores SIGPIPE, so a write to a console nobody reads any more (the launcher was killed)
+/// fails with EPIPE instead of ending the process before its checkpoint.
 DDP_API void install_stop_handlers();
 
 /// True once SIGTERM or SIGINT arrived (or request_stop() was called) in this process.

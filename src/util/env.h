@@ -27,6 +27,20 @@ bool parse_bool(const std::string& name, const std::string& value);
 /// A TCP port, 1..65535 (0 too when `allow_zero`: "pick a free one").
 int parse_port(const std::string& name, const std::string& value, bool allow_zero = false);
 
+/// A host name or address as a flag or variable gives it (MASTER_ADDR, --master-addr), returned
+/// without the brackets an IPv6 address may carry ("[::1]" -> "::1"). ConfigError naming `name` for
+/// blanks, control bytes, '/', unbalanced brackets or more than 253 characters.
+std::string parse_host(const std::string& name, const std::string& value);
+
+/// "host:port", "host", "[v6addr]:port" or "[v6addr]" (--rdzv-endpoint): the host (brackets removed,
+/// checked as parse_host does) and the port text when there is one (not yet parsed). A bare IPv6
+/// address ("::1:29400") is ambiguous and refused: ConfigError asking for brackets.
+struct HostPort {
+  std::string host;
+  std::optional<std::string> port;
+};
+HostPort split_host_port(const std::string& name, const std::string& value);
+
 /// A node count as torchrun spells it, "N" or "MIN:MAX"; ddp runs a fixed number of nodes, so a
 /// range is accepted only when MIN == MAX.
 int parse_node_count(const std::string& name, const std::string& value);

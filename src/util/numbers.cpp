@@ -26,7 +26,8 @@ Outcome parse(const std::string& text, long long lo, long long hi, long long* ou
   errno = 0;
   char* end = nullptr;
   const long long parsed = std::strtoll(v.c_str(), &end, 10);
-  if (*end != '\0' || errno == ERANGE) return Outcome::kNotInteger;
+  // `end` must reach the string's end, not only a NUL: store values are bytes, and "0\0x" is no 0.
+  if (end != v.c_str() + v.size() || errno == ERANGE) return Outcome::kNotInteger;
   if (parsed < lo || parsed > hi) return Outcome::kOutOfRange;
   *out = parsed;
   return Outcome::kOk;
@@ -47,9 +48,28 @@ std::optional<long long> to_int(const std::string& text, long long lo, long long
   return v;
 }
 
+std::string printable(const std::string& text, size_t max_chars) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= max_chars) return out + "... (" + std::to_string(text.size()) + " bytes)";
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\\') out += "\\\\";
+    else if (c < 0x20 || c >= 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 long long parse_int(const std::string& what, const std::string& text, long long lo, long long hi) {
   long long v = 0;
-  const std::string quoted = what + "='" + text + "'";
+  const std::string quoted = what + "='" + printable(text) + "'";
   switch (parse(text, lo, hi, &v)) {
     case Outcome::kOk:
       return v;
@@ -70,12 +90,12 @@ std::optional<double> to_real(const std::string& text) {
   errno = 0;
   char* end = nullptr;
   const double parsed = std::strtod(v.c_str(), &end);
-  if (*end != '\0' || errno == ERANGE || !std::isfinite(parsed)) return std::nullopt;
+  if (end != v.c_str() + v.size() || errno == ERANGE || !std::isfinite(parsed)) return std::nullopt;
   return parsed;
 }
 
 double parse_real(const std::string& what, const std::string& text, double lo, double hi) {
-  const std::string quoted = what + "='" + text + "'";
+  const std::string quoted = what + "='" + printable(text) + "'";
   const std::optional<double> v = to_real(text);
   if (!v) throw ConfigError(quoted + " is not a number");
   if (!(*v >= lo && *v <= hi))

@@ -25,4 +25,8 @@ std::optional<double> to_real(const std::string& text);
 /// number" or "WHAT='text' is out of range: expected lo..hi".
 double parse_real(const std::string& what, const std::string& text, double lo, double hi);
 
+/// `text` as an error message may show it: control bytes and bytes >= 0x7f escaped (\n, \x00), and
+/// cut after `max_chars` with the full length noted, so a megabyte of garbage makes a short message.
+std::string printable(const std::string& text, size_t max_chars = 120);
+
 }  // namespace ddp::util

@@ -8,6 +8,8 @@
 // restart must start right after the checkpointed step (> 0) and run exactly the remaining steps.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
 #include <cerrno>
 #include <cstring>
@@ -181,6 +183,43 @@ TEST_F(Resume, SigtermCheckpointsAndAResumedRunEndsBitIdentical) {
   EXPECT_NE(second.output().find("resumed from " + dir + "/ck/" + ddp::checkpoint_file_name(step)), std::string::npos)
       << second.output();
   EXPECT_EQ(resumed_step(second.output()), step);
+  expect_resumed_and_ran_the_rest(second.output(), "[0]: ", 1);
+  expect_resumed_and_ran_the_rest(second.output(), "[1]: ", 1);
+  EXPECT_EQ(slurp(out), expected) << "weights differ from the uninterrupted run";
+}
+
+// Probe (issue 12): ddprun SIGKILLed mid-run. Its workers get SIGTERM (parent-death signal), but the
+// pipes that were their stdout and stderr have no reader any more: with SIGPIPE's default action the
+// first line they printed after the signal killed them (141) before their checkpoint. Now they
+// ignore SIGPIPE (install_stop_handlers), checkpoint, exit 143, and a resumed run ends bit-identical.
+TEST_F(Resume, DdprunKilledHardStillLetsItsWorkersCheckpoint) {
+  std::string expected = baseline();
+  std::string out = dir + "/orphaned.bin";
+  // The orphaned workers become our children, so their exit codes can be read.
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  Subprocess first(ddprun({"--standalone", "--nproc-per-node", "2"},
+                          trainer_args(dir + "/ck", out, {"--step-sleep-ms", "40"})));
+  ASSERT_TRUE(wait_for(first, "[0]: epoch 1 step 3 ")) << first.output();
+  const pid_t workers[] = {worker_pid(first.output(), 0), worker_pid(first.output(), 1)};
+  ASSERT_GT(workers[0], 0);
+  ASSERT_GT(workers[1], 0);
+  first.kill(SIGKILL);
+  EXPECT_EQ(first.wait(30s), 128 + SIGKILL);
+  for (pid_t w : workers) {
+    int status = 0;
+    pid_t r = 0;
+    for (int i = 0; i < 3000 && (r = ::waitpid(w, &status, WNOHANG)) == 0; ++i) std::this_thread::sleep_for(10ms);
+    ASSERT_EQ(r, w) << "worker " << w << " did not end within 30 s of its launcher";
+    EXPECT_TRUE(WIFEXITED(status)) << "worker " << w << " was killed by signal " << WTERMSIG(status);
+    if (WIFEXITED(status)) EXPECT_EQ(WEXITSTATUS(status), 143) << "worker " << w;
+  }
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+  EXPECT_FALSE(fs::exists(out));
+
+  Subprocess second(ddprun({"--standalone", "--nproc-per-node", "2"}, trainer_args(dir + "/ck", out, {"--resume", "auto"})));
+  ASSERT_EQ(second.wait(120s), 0) << second.output();
+  const int64_t step = resumed_step(second.output());
+  EXPECT_NE(step % 5, 0) << "resumed from a periodic checkpoint, not the one written at the stop:\n" << second.output();
   expect_resumed_and_ran_the_rest(second.output(), "[0]: ", 1);
   expect_resumed_and_ran_the_rest(second.output(), "[1]: ", 1);
   EXPECT_EQ(slurp(out), expected) << "weights differ from the uninterrupted run";

@@ -19,11 +19,22 @@ namespace {
 
 // The only state the handler touches: a lock-free atomic, so the handler is async-signal-safe.
 std::atomic<int> g_stop_signal{0};
+static_assert(std::atomic<pid_t>::is_always_lock_free, "the parent pid is read in a signal handler");
 static_assert(std::atomic<int>::is_always_lock_free, "the stop flag must be lock-free in a signal handler");
 
-extern "C" void on_stop_signal(int sig) {
+// Our parent when the handlers were installed (ddprun, torchrun's agent, a shell).
+std::atomic<pid_t> g_parent{0};
+
+extern "C" void on_stop_signal(int sig, siginfo_t* info, void*) {
   int expected = 0;
   if (!g_stop_signal.compare_exchange_strong(expected, sig) && expected == sig) {
+    // The kernel sends the parent-death signal (PR_SET_PDEATHSIG, which ddprun sets) each time our
+    // parent's thread that forked us, and then each thread we are handed to, exits: a launcher
+    // killed with several threads alive delivers SIGTERM more than once. Such a repeat comes from
+    // the launcher's pid after it died; it is not someone insisting, and must not cut the checkpoint
+    // short. getppid is async-signal-safe.
+    const pid_t parent = g_parent.load();
+    if (info && info->si_code == SI_USER && info->si_pid == parent && ::getppid() != parent) return;
     // A second signal of the same kind: the user (or an operator) insists. _exit is async-signal-safe.
     _exit(128 + sig);
   }
@@ -34,14 +45,24 @@ extern "C" void on_stop_signal(int sig) {
 void install_stop_handlers() {
   static std::once_flag once;
   std::call_once(once, [] {
+    g_parent.store(::getppid());
     struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
+    sa.sa_sigaction = on_stop_signal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
     for (int sig : {SIGTERM, SIGINT}) {
       if (sigaction(sig, &sa, nullptr) != 0)
         throw Error("installing the handler for signal " + std::to_string(sig) + " failed", kExitInternal);
     }
+    // A stopping process must get to its checkpoint. When the launcher was killed, the pipes that
+    // were our stdout and stderr have no reader: with SIGPIPE's default action the first log line
+    // after the stop signal would end us (exit 141) before the save. Ignored, such a write fails
+    // with EPIPE, the line is lost, and the checkpoint is written.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    if (sigaction(SIGPIPE, &ignore, nullptr) != 0)
+      throw Error("ignoring SIGPIPE failed", kExitInternal);
   });
 }
 

@@ -53,7 +53,7 @@ WorldInfo from_torchrun(const EnvMap& env) {
                       std::to_string(w.world_size));
   auto gr = env_get(env, "GROUP_RANK");
   w.group_rank = gr ? static_cast<int>(parse_int("GROUP_RANK", *gr, 0, kMaxRanks)) : 0;
-  w.master_addr = require_nonempty(env, "MASTER_ADDR", why);
+  w.master_addr = util::parse_host("MASTER_ADDR", require_nonempty(env, "MASTER_ADDR", why));
   w.master_port = parse_port("MASTER_PORT", require_nonempty(env, "MASTER_PORT", why));
   w.restart_count = detail::restart_count_from_env(env);
   if (auto v = env_get(env, "TORCHELASTIC_MAX_RESTARTS"))
@@ -73,7 +73,7 @@ WorldInfo from_pet(const EnvMap& env) {
     if (*nproc != "auto" && *nproc != "cpu" && *nproc != "gpu") {
       int n = static_cast<int>(parse_int("PET_NPROC_PER_NODE", *nproc, 1, 4096));
       if (n != 1)
-        throw ConfigError("PET_NPROC_PER_NODE=" + *nproc +
+        throw ConfigError("PET_NPROC_PER_NODE=" + util::printable(*nproc) +
                           " asks for several processes per node, but this process was started without a "
                           "launcher: make ddprun the container's command (ddprun ... <trainer> <args>)");
     }
@@ -93,8 +93,8 @@ WorldInfo from_pet(const EnvMap& env) {
   w.world_size = nnodes;
   w.local_rank = 0;
   w.local_world_size = 1;
-  if (auto a = env_get(env, "PET_MASTER_ADDR")) w.master_addr = *a;
-  else if (auto a2 = env_get(env, "MASTER_ADDR")) w.master_addr = *a2;
+  if (auto a = env_get(env, "PET_MASTER_ADDR")) w.master_addr = util::parse_host("PET_MASTER_ADDR", *a);
+  else if (auto a2 = env_get(env, "MASTER_ADDR")) w.master_addr = util::parse_host("MASTER_ADDR", *a2);
   else if (nnodes > 1) throw ConfigError("PET_MASTER_ADDR is not set (needed with PET_NNODES > 1)");
   if (auto p = env_get(env, "PET_MASTER_PORT")) w.master_port = parse_port("PET_MASTER_PORT", *p);
   else if (auto p2 = env_get(env, "MASTER_PORT")) w.master_port = parse_port("MASTER_PORT", *p2);
@@ -110,10 +110,10 @@ WorldInfo from_pytorchjob(const EnvMap& env) {
   read_rank_and_world_size(env, w);
   w.group_rank = w.rank;
   if (w.world_size > 1) {
-    w.master_addr = require_nonempty(env, "MASTER_ADDR", why);
+    w.master_addr = util::parse_host("MASTER_ADDR", require_nonempty(env, "MASTER_ADDR", why));
     w.master_port = parse_port("MASTER_PORT", require_nonempty(env, "MASTER_PORT", why));
   } else {
-    if (auto a = env_get(env, "MASTER_ADDR")) w.master_addr = *a;
+    if (auto a = env_get(env, "MASTER_ADDR")) w.master_addr = util::parse_host("MASTER_ADDR", *a);
     if (auto p = env_get(env, "MASTER_PORT")) w.master_port = parse_port("MASTER_PORT", *p);
   }
   return w;
@@ -122,7 +122,7 @@ WorldInfo from_pytorchjob(const EnvMap& env) {
 // --- 4. SageMaker -----------------------------------------------------------------------------------
 // SM_HOSTS is a JSON list of strings, e.g. ["algo-1","algo-2"]. A tiny strict parser: no dependency.
 std::vector<std::string> parse_host_list(const std::string& text) {
-  const std::string quoted = "SM_HOSTS='" + text + "'";
+  const std::string quoted = "SM_HOSTS='" + util::printable(text) + "'";
   size_t i = 0;
   auto skip = [&] {
     while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
@@ -187,7 +187,8 @@ WorldInfo from_sagemaker(const EnvMap& env) {
   for (size_t i = 0; i < hosts.size(); ++i)
     if (hosts[i] == current) index = static_cast<int>(i);
   if (index < 0)
-    throw ConfigError("SM_CURRENT_HOST='" + current + "' is not in SM_HOSTS='" + *env_get(env, "SM_HOSTS") + "'");
+    throw ConfigError("SM_CURRENT_HOST='" + util::printable(current) + "' is not in SM_HOSTS='" +
+                      util::printable(*env_get(env, "SM_HOSTS")) + "'");
   if (auto g = env_get(env, "SM_NUM_GPUS")) parse_int("SM_NUM_GPUS", *g, 0, 4096);
   w.rank = w.group_rank = index;
   w.world_size = static_cast<int>(hosts.size());
@@ -205,7 +206,7 @@ WorldInfo WorldInfo::from_env(const std::map<std::string, std::string>& env) {
   if (env_get(env, "SM_HOSTS")) return from_sagemaker(env);
   WorldInfo w;
   if (auto p = env_get(env, "MASTER_PORT")) w.master_port = parse_port("MASTER_PORT", *p);
-  if (auto a = env_get(env, "MASTER_ADDR")) w.master_addr = *a;
+  if (auto a = env_get(env, "MASTER_ADDR")) w.master_addr = util::parse_host("MASTER_ADDR", *a);
   return w;
 }
 

@@ -20,6 +20,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+// How long a SIGKILLed worker may take to be gone before ddprun stops waiting for it.
+constexpr milliseconds kKillWait{10000};
+
 // A --log-dir that cannot be created is a bad flag (exit 2), not bad data.
 void make_log_dirs(const std::string& dir) {
   try {
@@ -252,9 +255,18 @@ class Agent {
         if (Clock::now() >= deadline || insisted) {
           DDP_LOG(WARN) << group.running() << " worker(s) still running " << (insisted ? "after a second stop request" : "after the grace period") << ": SIGKILL";
           group.signal_all(SIGKILL);
-          while (group.running() > 0) {
+          // SIGKILL ends any process, but not one stuck in the kernel (D state: a dead NFS server,
+          // a hung GPU driver). Such a worker is left behind, loudly, rather than freezing ddprun.
+          auto kill_deadline = Clock::now() + kKillWait;
+          while (group.running() > 0 && Clock::now() < kill_deadline) {
             wait_events(milliseconds(20));
             log_exits();
+          }
+          if (group.running() > 0) {
+            DDP_LOG(ERROR) << group.running() << " worker(s) still there " << kKillWait.count() / 1000
+                           << " s after SIGKILL (pid " << group.running_pids()
+                           << ", stuck in the kernel?): leaving them behind";
+            group.abandon();
           }
         }
       }
@@ -267,6 +279,9 @@ class Agent {
 
   int finish(int code) {
     pump_.close_all();
+    if (uint64_t n = pump_.dropped_lines())
+      DDP_LOG(WARN) << n << " line(s) of worker output were dropped: the reader of ddprun's stdout/stderr "
+                    << "did not keep up (--log-dir keeps every line)";
     try {
       // Node 0's store must outlive the other nodes' last look at it.
       coord_->leave(std::max(milliseconds(10000), config_.monitor_interval * 20));

@@ -40,6 +40,7 @@ const std::vector<FlagSpec>& flag_specs() {
       {"monitor-interval", Kind::kValue, "seconds between checks of workers and other nodes [0.1]"},
       {"grace-period", Kind::kValue, "(ddprun) seconds between SIGTERM and SIGKILL when stopping workers [30]"},
       {"join-timeout", Kind::kValue, "(ddprun) seconds to wait for node 0's store and the other nodes [900]"},
+      {"store-timeout", Kind::kValue, "(ddprun) seconds one store request may take once joined; then exit 201 [30]"},
       {"run-id", Kind::kValue, "job id: TORCHELASTIC_RUN_ID and the --log-dir subfolder [made up by node 0]"},
       {"role", Kind::kValue, "worker role name (ROLE_NAME) [default]"},
       {"log-dir", Kind::kValue, "write <log-dir>/<run-id>/attempt_<n>/<rank>/{stdout,stderr}.log"},
@@ -98,25 +99,20 @@ int parse_int(const Raw& r, long long lo, long long hi) { return static_cast<int
 
 std::chrono::milliseconds parse_seconds(const Raw& r, double lo, bool lo_inclusive) {
   const std::optional<double> seconds = util::to_real(r.value);
-  if (!seconds) throw ConfigError(r.source + "='" + r.value + "' is not a number of seconds");
+  if (!seconds) throw ConfigError(r.source + "='" + util::printable(r.value) + "' is not a number of seconds");
   const double v = *seconds;
   if (v < lo || (!lo_inclusive && v == lo) || v > 7 * 24 * 3600.0)
-    throw ConfigError(r.source + "='" + r.value + "' is out of range: expected " + (lo_inclusive ? ">= " : "> ") +
+    throw ConfigError(r.source + "='" + util::printable(r.value) + "' is out of range: expected " + (lo_inclusive ? ">= " : "> ") +
                       std::to_string(static_cast<int>(lo)) + " seconds, at most a week");
   return std::chrono::milliseconds(static_cast<long long>(std::llround(v * 1000.0)));
 }
 
 void check_name(const Raw& r) {
   if (r.value.empty() || r.value.size() > 128)
-    throw ConfigError(r.source + "='" + r.value + "' must be 1 to 128 characters");
+    throw ConfigError(r.source + "='" + util::printable(r.value) + "' must be 1 to 128 characters");
   for (char c : r.value)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
-      throw ConfigError(r.source + "='" + r.value + "' may only hold letters, digits, '-', '_' and '.'");
-}
-
-void check_host(const Raw& r) {
-  if (r.value.empty() || r.value.find_first_of(" \t\r\n/") != std::string::npos)
-    throw ConfigError(r.source + "='" + r.value + "' is not a host name or address");
+      throw ConfigError(r.source + "='" + util::printable(r.value) + "' may only hold letters, digits, '-', '_' and '.'");
 }
 
 }  // namespace
@@ -124,10 +120,10 @@ void check_host(const Raw& r) {
 // ---- StreamSpec -----------------------------------------------------------------------------------
 StreamSpec StreamSpec::parse(const std::string& flag, const std::string& text) {
   auto bad = [&](const std::string& why) {
-    return ConfigError(flag + "='" + text + "' " + why + " (expected 0-3, or 'local_rank:0-3,...')");
+    return ConfigError(flag + "='" + util::printable(text) + "' " + why + " (expected 0-3, or 'local_rank:0-3,...')");
   };
   auto digit = [&](const std::string& s) {
-    if (s.size() != 1 || s[0] < '0' || s[0] > '3') throw bad("has a bad value '" + s + "'");
+    if (s.size() != 1 || s[0] < '0' || s[0] > '3') throw bad("has a bad value '" + util::printable(s) + "'");
     return s[0] - '0';
   };
   StreamSpec spec;
@@ -204,7 +200,7 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
       return c;
     }
     if (arg == "-m" || arg == "--module")
-      throw ConfigError(arg + ": ddprun runs programs, not python modules");
+      throw ConfigError(util::printable(arg) + ": ddprun runs programs, not python modules");
     std::string name, value;
     bool has_value = false;
     if (arg == "-r" || arg == "-t") {
@@ -220,10 +216,10 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
       for (auto& ch : name)
         if (ch == '_') ch = '-';
     } else {
-      throw ConfigError("unknown option '" + arg + "' (ddprun --help lists them)");
+      throw ConfigError("unknown option '" + util::printable(arg) + "' (ddprun --help lists them)");
     }
     const FlagSpec* spec = find_flag(name);
-    if (!spec) throw ConfigError("unknown option '--" + name + "' (ddprun --help lists them)");
+    if (!spec) throw ConfigError("unknown option '--" + util::printable(name) + "' (ddprun --help lists them)");
     if (spec->kind == Kind::kBool) {
       if (has_value) util::parse_bool("--" + name, value);  // validates
       cli[name] = has_value ? value : "true";
@@ -247,10 +243,10 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
   c.no_python = flag_bool("no-python");
   if (auto r = s.get("start-method"))
     if (r->value != "spawn" && r->value != "fork" && r->value != "forkserver")
-      throw ConfigError(r->source + "='" + r->value + "' is not spawn, fork or forkserver");
+      throw ConfigError(r->source + "='" + util::printable(r->value) + "' is not spawn, fork or forkserver");
   if (auto r = s.get("rdzv-backend"))
     if (r->value != "static" && r->value != "c10d")
-      throw ConfigError(r->source + "='" + r->value + "' is not supported: ddprun takes static or c10d (fixed nodes)");
+      throw ConfigError(r->source + "='" + util::printable(r->value) + "' is not supported: ddprun takes static or c10d (fixed nodes)");
 
   // Nodes. PyTorchJob v1 before PET_* existed: WORLD_SIZE counts pods and RANK is the pod index.
   const bool pytorchjob_v1 = !s.env("LOCAL_RANK") && s.env("RANK");
@@ -275,26 +271,34 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
   if (c.standalone && c.nnodes != 1)
     throw ConfigError("--standalone runs one node, but the node count is " + std::to_string(c.nnodes));
 
-  // Store address: flags / PET_*, then --rdzv-endpoint, then MASTER_ADDR / MASTER_PORT.
+  // Store address: flags / PET_*, then --rdzv-endpoint, then MASTER_ADDR / MASTER_PORT. Every value
+  // that is set is checked, also where another one wins (--standalone, a flag over a variable): a
+  // garbage value is a mistake to report, not one to step over.
   std::optional<Raw> addr = s.get("master-addr"), port = s.get("master-port");
   if (auto ep = s.get("rdzv-endpoint")) {
-    auto colon = ep->value.rfind(':');
-    if (!addr) addr = Raw{colon == std::string::npos ? ep->value : ep->value.substr(0, colon), ep->source};
-    if (!port && colon != std::string::npos) port = Raw{ep->value.substr(colon + 1), ep->source};
+    util::HostPort hp = util::split_host_port(ep->source, ep->value);
+    if (hp.port) util::parse_port(ep->source + " port", *hp.port, /*allow_zero=*/true);
+    if (!addr) addr = Raw{hp.host, ep->source};
+    if (!port && hp.port) port = Raw{*hp.port, ep->source + " port"};
   }
-  if (!addr) addr = s.env("MASTER_ADDR");
-  if (!port) port = s.env("MASTER_PORT");
+  if (auto r = s.env("MASTER_ADDR")) {
+    util::parse_host(r->source, r->value);
+    if (!addr) addr = r;
+  }
+  if (auto r = s.env("MASTER_PORT")) {
+    util::parse_port(r->source, r->value, /*allow_zero=*/true);
+    if (!port) port = r;
+  }
+  std::string host = addr ? util::parse_host(addr->source, addr->value) : c.master_addr;
+  int port_number = port ? util::parse_port(port->source, port->value, /*allow_zero=*/c.nnodes == 1) : c.master_port;
   if (c.standalone) {
     c.master_addr = "127.0.0.1";
     c.master_port = 0;
   } else {
-    if (addr) {
-      check_host(*addr);
-      c.master_addr = addr->value;
-    } else if (c.nnodes > 1) {
+    if (!addr && c.nnodes > 1)
       throw ConfigError("--nnodes=" + std::to_string(c.nnodes) + " needs --master-addr (or PET_MASTER_ADDR / MASTER_ADDR)");
-    }
-    if (port) c.master_port = util::parse_port(port->source, port->value, /*allow_zero=*/c.nnodes == 1);
+    c.master_addr = host;
+    c.master_port = port_number;
   }
 
   // Workers.
@@ -314,6 +318,7 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
   if (auto r = s.get("monitor-interval")) c.monitor_interval = parse_seconds(*r, 0, false);
   if (auto r = s.get("grace-period")) c.grace_period = parse_seconds(*r, 0, true);
   if (auto r = s.get("join-timeout")) c.join_timeout = parse_seconds(*r, 0, false);
+  if (auto r = s.get("store-timeout")) c.store_timeout = parse_seconds(*r, 0, false);
   if (auto r = s.get("run-id")) {
     check_name(*r);
     c.run_id = r->value;

@@ -50,6 +50,9 @@ struct LaunchConfig {
   std::chrono::milliseconds grace_period{30000};
   /// How long a node waits for the others (connecting to the store, rendezvous).
   std::chrono::milliseconds join_timeout{std::chrono::minutes(15)};
+  /// How long one store request may take once the nodes joined (the monitor loop polls the store
+  /// every monitor_interval; a store that stops answering must not freeze ddprun for join_timeout).
+  std::chrono::milliseconds store_timeout{std::chrono::seconds(30)};
   std::string run_id;  ///< empty: node 0 makes one up and shares it through the store
   std::string role = "default";
   /// Every stream of every worker is written to <log-dir>/<run-id>/attempt_<n>/<rank>/{stdout,stderr}.log;

@@ -30,6 +30,25 @@ std::string config_line(const LaunchConfig& c) {
 
 std::string to_str(const Store::Bytes& b) { return std::string(b.begin(), b.end()); }
 
+struct AbortValue {
+  int code;
+  std::string reason;
+};
+
+// "<exit code 1-255>\n<reason>". Whatever else is there (a 0, which would end every node as a
+// success, a non-number, a stray NUL) still ends the job, as a permanent error: the store is shared,
+// and a value nobody of ours wrote means something is wrong.
+AbortValue parse_abort(const std::string& value) {
+  const size_t nl = value.find('\n');
+  const std::string reason = nl == std::string::npos ? std::string() : value.substr(nl + 1);
+  if (auto code = util::to_int(value.substr(0, nl), 1, 255)) return {static_cast<int>(*code), reason};
+  std::string why = "store key " + kPrefix + "abort holds '" + util::printable(value) +
+                    "', not '<exit code 1-255>\\n<reason>': ending the job as a permanent error (exit " +
+                    std::to_string(kExitConfig) + ")";
+  DDP_LOG(ERROR) << why;
+  return {kExitConfig, why};
+}
+
 }  // namespace
 
 NodeCoordinator::NodeCoordinator(const LaunchConfig& config, StopCheck stop_check)
@@ -115,6 +134,9 @@ NodeCoordinator::Layout NodeCoordinator::join() {
     layout.world_size += n;
   }
   layout.round = store_->add(kPrefix + "round", 0);
+  // From here on the store is polled from the monitor loop: a request that does not come back within
+  // --store-timeout is a TimeoutError (exit 201, retryable), not a launcher frozen for --join-timeout.
+  store_->set_timeout(config_.store_timeout);
   if (layout.joins > 1)
     DDP_LOG(WARN) << "node " << me << " joined again (" << layout.joins
                   << " times): its launcher was restarted; joining attempt " << layout.round;
@@ -125,10 +147,9 @@ NodeCoordinator::State NodeCoordinator::poll() {
   State s;
   s.round = store_->add(kPrefix + "round", 0);
   if (store_->check({kPrefix + "abort"})) {
-    std::string value = store_->get_string(kPrefix + "abort");
-    size_t nl = value.find('\n');
-    s.abort_code = static_cast<int>(util::parse_int("store key " + kPrefix + "abort", value.substr(0, nl), 0, 255));
-    if (nl != std::string::npos) s.abort_reason = value.substr(nl + 1);
+    AbortValue a = parse_abort(store_->get_string(kPrefix + "abort"));
+    s.abort_code = a.code;
+    s.abort_reason = a.reason;
   }
   return s;
 }
@@ -144,7 +165,7 @@ int NodeCoordinator::abort(int code, const std::string& reason) {
   // "<code>\n<reason>" in one value, so the code and its reason always belong together.
   std::string mine = std::to_string(code) + "\n" + reason;
   auto now = to_str(store_->compare_set(kPrefix + "abort", {}, Store::Bytes(mine.begin(), mine.end())));
-  return static_cast<int>(util::parse_int("store key " + kPrefix + "abort", now.substr(0, now.find('\n')), 0, 255));
+  return parse_abort(now).code;
 }
 
 void NodeCoordinator::mark_done(int64_t round) { store_->add(kPrefix + "done/" + std::to_string(round), 1); }

@@ -15,17 +15,16 @@ namespace {
 // not grow our memory without bound).
 constexpr size_t kMaxLine = 64 * 1024;
 
+// How much console output may wait for a slow reader, per stream, before lines are dropped.
+constexpr size_t kConsoleBuffer = 4u << 20;
+
+// Log files are regular files: a write there does not wait for a reader.
 void write_all(int fd, const char* data, size_t size) {
   while (size > 0) {
     ssize_t n = ::write(fd, data, size);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN) {
-        pollfd p{fd, POLLOUT, 0};
-        ::poll(&p, 1, 100);
-        continue;
-      }
-      return;  // console or file gone (EPIPE, ENOSPC): drop, the workers must not stall on it
+      return;  // file gone (ENOSPC, EIO): drop, the workers must not stall on it
     }
     data += n;
     size -= static_cast<size_t>(n);
@@ -34,7 +33,13 @@ void write_all(int fd, const char* data, size_t size) {
 
 }  // namespace
 
+OutputPump::OutputPump()
+    : stdout_(std::make_unique<ConsoleWriter>(STDOUT_FILENO, "stdout", kConsoleBuffer)),
+      stderr_(std::make_unique<ConsoleWriter>(STDERR_FILENO, "stderr", kConsoleBuffer)) {}
+
 OutputPump::~OutputPump() { close_all(); }
+
+uint64_t OutputPump::dropped_lines() const { return stdout_->dropped() + stderr_->dropped(); }
 
 void OutputPump::add(int fd, int rank, bool is_stderr, bool to_console, const std::string& file_path) {
   Stream s;
@@ -65,7 +70,7 @@ void OutputPump::emit_line(Stream& s, const char* data, size_t size) {
   std::string line = "[" + std::to_string(s.rank) + "]: ";
   line.append(data, size);
   line += '\n';
-  write_all(s.is_stderr ? STDERR_FILENO : STDOUT_FILENO, line.data(), line.size());
+  (s.is_stderr ? stderr_ : stdout_)->write(std::move(line));
 }
 
 void OutputPump::pump() {

@@ -2,18 +2,23 @@
 // Workers' stdout and stderr, read through pipes: complete lines go to our console prefixed with the
 // rank ("[3]: loss 0.42"), each with one write(2) so lines never interleave; raw bytes go to the
 // per-rank log files. A partial last line is flushed (with a newline) when its pipe closes.
+// Console lines go through a ConsoleWriter: pump() never waits for whoever reads our stdout.
 #include <poll.h>
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "ddp/launcher/console_writer.h"
 
 namespace ddp::launcher {
 
 class OutputPump {
  public:
-  OutputPump() = default;
+  OutputPump();
   ~OutputPump();
   OutputPump(const OutputPump&) = delete;
   OutputPump& operator=(const OutputPump&) = delete;
@@ -33,6 +38,8 @@ class OutputPump {
   /// Flushes partial lines and closes every stream of `rank` (its pipes may be held by leftovers).
   void close_rank(int rank);
   void close_all();
+  /// Console lines dropped because our stdout / stderr reader did not keep up.
+  uint64_t dropped_lines() const;
 
  private:
   struct Stream {
@@ -46,6 +53,7 @@ class OutputPump {
   void emit_line(Stream& s, const char* data, size_t size);
   void close_stream(Stream& s);
   std::vector<Stream> streams_;
+  std::unique_ptr<ConsoleWriter> stdout_, stderr_;
 };
 
 }  // namespace ddp::launcher

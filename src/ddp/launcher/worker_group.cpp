@@ -93,8 +93,27 @@ WorkerGroup::~WorkerGroup() {
     if (w.code) continue;
     ::kill(-w.pid, SIGKILL);
     ::kill(w.pid, SIGKILL);
-    int st;
-    ::waitpid(w.pid, &st, 0);
+  }
+  // A moment for the kernel to finish them, then reap what is gone; a worker stuck past SIGKILL must
+  // not hang ddprun here (whatever is left is reaped by init once ddprun exits).
+  for (int i = 0; i < 100 && running() > 0; ++i) {
+    reap();
+    if (running() > 0) ::usleep(10000);
+  }
+}
+
+std::string WorkerGroup::running_pids() const {
+  std::string out;
+  for (const auto& w : workers_)
+    if (!w.code) out += (out.empty() ? "" : ", ") + std::to_string(w.pid);
+  return out;
+}
+
+void WorkerGroup::abandon() {
+  for (auto& w : workers_) {
+    if (w.code) continue;
+    w.code = 128 + SIGKILL;
+    w.signal = SIGKILL;
   }
 }
 

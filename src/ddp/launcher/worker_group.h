@@ -33,7 +33,7 @@ struct WorkerExit {
 class WorkerGroup {
  public:
   explicit WorkerGroup(OutputPump& pump) : pump_(pump) {}
-  ~WorkerGroup();  // SIGKILLs anything still running
+  ~WorkerGroup();  // SIGKILLs anything still running, and reaps what is gone without waiting
   WorkerGroup(const WorkerGroup&) = delete;
   WorkerGroup& operator=(const WorkerGroup&) = delete;
 
@@ -49,6 +49,11 @@ class WorkerGroup {
 
   /// Sends `sig` to every running worker's process group.
   void signal_all(int sig);
+  /// "123, 456": the pids of the workers still running, for a log line.
+  std::string running_pids() const;
+  /// Stops waiting for the running workers (stuck past SIGKILL): they count as killed by SIGKILL
+  /// and are never waited for again, here or in the destructor.
+  void abandon();
 
  private:
   struct Worker {
