@@ -9,8 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
+
+#include "util/numbers.h"
 
 namespace ddp::util {
 namespace {
@@ -62,20 +65,23 @@ std::optional<double> v2_limit(const std::string& dir, std::string* text) {
   long long period = 0;
   in >> quota >> period;
   if (quota == "max" || period <= 0) return std::nullopt;
-  long long q = std::atoll(quota.c_str());
-  if (q <= 0) return std::nullopt;
+  // "max" or a positive count of microseconds; anything else reads as no limit.
+  const auto q = to_int(quota, 1, std::numeric_limits<long long>::max());
+  if (!q) return std::nullopt;
   *text = "cgroup " + dir + "/cpu.max '" + *line + "'";
-  return static_cast<double>(q) / static_cast<double>(period);
+  return static_cast<double>(*q) / static_cast<double>(period);
 }
 
 std::optional<double> v1_limit(const std::string& dir, std::string* text) {
   auto quota = read_first_line(dir + "/cpu.cfs_quota_us");
   auto period = read_first_line(dir + "/cpu.cfs_period_us");
   if (!quota || !period) return std::nullopt;
-  long long q = std::atoll(quota->c_str()), p = std::atoll(period->c_str());
-  if (q <= 0 || p <= 0) return std::nullopt;
+  // The quota is -1 when unlimited; anything but two positive counts reads as no limit.
+  const auto q = to_int(*quota, 1, std::numeric_limits<long long>::max());
+  const auto p = to_int(*period, 1, std::numeric_limits<long long>::max());
+  if (!q || !p) return std::nullopt;
   *text = "cgroup " + dir + "/cpu.cfs_quota_us " + *quota + " / cpu.cfs_period_us " + *period;
-  return static_cast<double>(q) / static_cast<double>(p);
+  return static_cast<double>(*q) / static_cast<double>(*p);
 }
 
 // The tightest limit from this cgroup up to the hierarchy's root.
