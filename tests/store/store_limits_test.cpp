@@ -203,15 +203,18 @@ TEST(StoreLimits, HelloDeadlineClosesHalfOpenConnections) {
 TEST(StoreLimits, IdleTorchClientOutlivesTheHelloDeadline) {
   Host host(std::map<std::string, std::string>{{"STORE_TEST_HELLO_MS", "300"}});
   const std::string script =
-      "import datetime, os, time, torch.distributed as dist\n"
+      "import datetime, os, sys, time, torch.distributed as dist\n"
+      "sys.path.insert(0, os.environ['SUPPORT'])\n"
+      "import torch_store  # use_libuv=False where torch lacks libuv (Debian 13's 2.6)\n"
       "s = dist.TCPStore('127.0.0.1', int(os.environ['PORT']), is_master=False,\n"
-      "                  timeout=datetime.timedelta(seconds=10))\n"
+      "                  timeout=datetime.timedelta(seconds=10), **torch_store.tcpstore_kwargs())\n"
       "time.sleep(1.5)\n"
       "s.set('x', '1')\n"
       "assert s.get('x') == b'1'\n"
       "time.sleep(1)\n"
       "assert s.add('c', 2) == 2\n";
-  Subprocess py({DDP_PYTHON, "-c", script}, {{"PORT", std::to_string(host.port)}});
+  Subprocess py({DDP_PYTHON, "-c", script},
+                {{"PORT", std::to_string(host.port)}, {"SUPPORT", DDP_SOURCE_DIR "/tests/support"}});
   EXPECT_EQ(py.wait(60s), 0) << py.output();
   host.expect_serving("torch-idle");
   EXPECT_EQ(host.stop(), 0);
