@@ -18,10 +18,9 @@ using ddp::testing::Subprocess;
 using ddp::testing::u32le;
 using ddp::testing::u64le;
 using ddp::testing::wire_str;
+using ddp::testing::kValidate;
 
 namespace {
-
-const std::string kValidate = std::string(1, '\0') + u32le(0x3C85F7CE);  // c10d 2.x first request
 
 /// A store host process: serves on $MASTER_PORT (limits from $STORE_TEST_*), until key "stop" is set.
 DDP_TEST_WORKER(store_host) {

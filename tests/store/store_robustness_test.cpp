@@ -17,10 +17,9 @@ using ddp::testing::RawSocket;
 using ddp::testing::u32le;
 using ddp::testing::u64le;
 using ddp::testing::wire_str;
+using ddp::testing::kValidate;
 
 namespace {
-
-const std::string kValidate = std::string(1, '\0') + u32le(0x3C85F7CE);  // c10d 2.x first request
 
 int open_fds() {
   int n = 0;

@@ -38,6 +38,9 @@ class RawSocket {
 /// Little-endian wire encodings.
 std::string u64le(uint64_t v);
 std::string u32le(uint32_t v);
+
+/// c10d 2.x's first request: VALIDATE (query 0) with its magic number.
+inline const std::string kValidate = std::string(1, '\0') + u32le(0x3C85F7CE);
 std::string wire_str(const std::string& s);
 
 }  // namespace ddp::testing
