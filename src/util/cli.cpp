@@ -3,9 +3,10 @@
 #include <ddp/errors.h>
 
 #include <cstring>
-#include <utility>
 #include <iostream>
+#include <utility>
 
+#include "util/numbers.h"
 #include "util/version_banner.h"
 
 namespace ddp::util {
@@ -16,9 +17,6 @@ namespace {
 // tests/hostile/bad_flag_values.py). No real flag value is longer than a path (PATH_MAX, 4096).
 constexpr size_t kMaxArgumentBytes = 4096;
 
-std::string shorten(const std::string& text) {
-  return text.size() <= 40 ? text : text.substr(0, 32) + "... (" + std::to_string(text.size()) + " bytes)";
-}
 
 // cxxopts' message for a value of the wrong type names the value only: "Argument 'VALUE' failed to
 // parse", with typographic quotes in cxxopts 3.1. The flag is the argument before that value, or the
@@ -33,9 +31,9 @@ std::string name_bad_value(const std::string& message, int argc, const char* con
     const std::string arg = argv[i];
     const auto eq = arg.find('=');
     if (arg.rfind("--", 0) == 0 && eq != std::string::npos && is_message_for(arg.substr(eq + 1)))
-      return arg.substr(0, eq) + ": '" + shorten(arg.substr(eq + 1)) + "' is not a valid value";
+      return arg.substr(0, eq) + ": '" + printable(arg.substr(eq + 1), 32) + "' is not a valid value";
     if (i > 1 && argv[i - 1][0] == '-' && is_message_for(arg))
-      return std::string(argv[i - 1]) + ": '" + shorten(arg) + "' is not a valid value";
+      return std::string(argv[i - 1]) + ": '" + printable(arg, 32) + "' is not a valid value";
   }
   return message;
 }
@@ -48,7 +46,7 @@ std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& cli, in
   cli.add_options(rules.help_flags_group())("version", "print the version and exit")("h,help", "show this help");
   for (int i = 1; i < argc; ++i)
     if (std::strlen(argv[i]) > kMaxArgumentBytes)
-      throw ConfigError(program + ": argument " + std::to_string(i) + " ('" + shorten(argv[i]) + "') is longer than " +
+      throw ConfigError(program + ": argument " + std::to_string(i) + " ('" + printable(argv[i], 32) + "') is longer than " +
                         std::to_string(kMaxArgumentBytes) + " bytes");
   cxxopts::ParseResult args;
   try {

@@ -12,6 +12,7 @@
 
 #include "data/common/file_bytes.h"
 #include "util/files.h"
+#include "util/numbers.h"
 
 namespace ddp::data::ranzcr {
 namespace fs = std::filesystem;
@@ -37,24 +38,9 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
-// A value from the file as it may appear in an error message: bytes outside printable ASCII as
-// \xNN (a binary file must not write raw bytes into the logs) and at most 80 characters.
-std::string shown(const std::string& s) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (out.size() >= 80) return out + "...(" + std::to_string(s.size()) + " bytes)";
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += digits[c >> 4];
-      out += digits[c & 15];
-    }
-  }
-  return out;
-}
+// A value from the file as an error message shows it: escaped (a binary file must not write raw
+// bytes into the logs) and at most 80 characters.
+std::string shown(const std::string& s) { return util::printable(s, 80); }
 
 std::string where(const std::string& path, size_t line) {
   return "'" + path + "' line " + std::to_string(line);
