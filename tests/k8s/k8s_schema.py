@@ -19,7 +19,7 @@ For each object:
      reserved PET_* env in trainer.env, runtimePatches manager a domain-prefixed path, patched
      replicated jobs and containers exist in the referenced runtime, no env patched into `node`).
 
-Core kinds without a CRD (PersistentVolumeClaim, batch/v1 Job, Pod) are checked against the core
+Core kinds without a CRD (PersistentVolumeClaim, batch/v1 Job, Pod, ConfigMap, Secret) are checked against the core
 types the CRDs embed: PodTemplateSpec from the PyTorchJob CRD, PersistentVolumeClaimSpec from the
 TrainJob CRD's ephemeral volume template, plus JobSpec's own fields listed here from batch/v1.
 """
@@ -104,6 +104,9 @@ def schemas():
         top, type={"type": "string"}, immutable={"type": "boolean"},
         data=dict(string_map, additionalProperties={"type": "string", "format": "byte"}), stringData=string_map)}
     _CACHE[("batch/v1", "Job")] = {"type": "object", "required": ["spec"], "properties": dict(top, spec=job_spec)}
+    _CACHE[("v1", "ConfigMap")] = {"type": "object", "properties": dict(  # core/v1 ConfigMap (kustomize local config)
+        top, immutable={"type": "boolean"}, data=string_map,
+        binaryData=dict(string_map, additionalProperties={"type": "string", "format": "byte"}))}
     return _CACHE
 
 

@@ -1,13 +1,21 @@
 """Renders the kustomizations under k8s/ without kustomize: the subset of kustomize our manifests use.
 
 Supported kustomization fields: resources (files and directories with their own kustomization),
+components (directories holding a `kind: Component` kustomization: its resources join the including
+kustomization's and its generators and transformers run over all of them, before the includer's own),
 secretGenerator (name, envs, literals, files, type; with generatorOptions.disableNameSuffixHash: true,
 since a hashed name would not be rewritten inside PyTorchJob/TrainJob pod templates),
 images (newName/newTag/digest, on every containers[]/initContainers[] image at any depth plus the
 fieldSpecs declared in `configurations`), patches holding JSON6902 operations (add, remove, replace,
-move, copy, test) with a target (group/version/kind/name/namespace), namespace. Anything else, a
-strategic-merge patch included, is an error rather than silently ignored. When kubectl is installed,
-tests/k8s/validate_manifests.py also renders with `kubectl kustomize` and requires the same objects.
+move, copy, test) with a target (group/version/kind/name/namespace), a strategic-merge patch that is
+only `$patch: delete` (removes its targets), namespace, and inline replacements (source: one resource
+by group/version/kind/name/namespace + fieldPath; targets: select/reject by the same keys, fieldPaths
+with map keys, list indexes, [key=value] and * over list items, options.create). Transformers run in
+kustomize's order: patches, namespace, images, replacements. Resources annotated
+config.kubernetes.io/local-config: "true" take part in the build (a replacement's source) and are left
+out of the final output, as kustomize does. Anything else, another strategic-merge patch included, is an
+error rather than silently ignored. When kubectl is installed, tests/k8s/validate_manifests.py also
+renders with `kubectl kustomize` and requires the same objects.
 
     objects = render("k8s/overlays/gpu")     # -> list of dicts, in resource order
 """
@@ -18,7 +26,9 @@ import os
 import yaml
 
 SUPPORTED = {"apiVersion", "kind", "resources", "images", "patches", "configurations", "namespace",
-             "secretGenerator", "generatorOptions"}
+             "secretGenerator", "generatorOptions", "components", "replacements"}
+KINDS = {"Kustomization": "kustomize.config.k8s.io/v1beta1", "Component": "kustomize.config.k8s.io/v1alpha1"}
+LOCAL_CONFIG = "config.kubernetes.io/local-config"
 
 
 class KustomizeError(Exception):
@@ -39,6 +49,17 @@ def _kustomization_file(d):
 
 
 def render(directory):
+    """What `kustomize build directory` prints: every object, local-config ones left out."""
+    return [o for o in _build(directory, []) if not is_local_config(o)]
+
+
+def is_local_config(obj):
+    return ((obj.get("metadata") or {}).get("annotations") or {}).get(LOCAL_CONFIG) == "true"
+
+
+def _build(directory, objects, component=False):
+    """Accumulates `directory` onto `objects` (in place) and returns it. A Kustomization starts from
+    nothing; a Component is built onto its includer's objects, as kustomize's accumulateComponents."""
     kfile = _kustomization_file(directory)
     if kfile is None:
         raise KustomizeError(f"{directory}: no kustomization.yaml")
@@ -49,19 +70,38 @@ def render(directory):
     unknown = set(k) - SUPPORTED
     if unknown:
         raise KustomizeError(f"{kfile}: fields {sorted(unknown)} are not supported by kustomize_lite")
-    objects = []
+    kind = k.get("kind", "Kustomization")
+    if kind not in KINDS or k.get("apiVersion", KINDS[kind]) != KINDS[kind]:
+        raise KustomizeError(f"{kfile}: kind {kind!r} apiVersion {k.get('apiVersion')!r} is not a Kustomization "
+                             f"({KINDS['Kustomization']}) or a Component ({KINDS['Component']})")
+    if component and kind != "Component":
+        raise KustomizeError(f"{kfile}: listed under components but its kind is {kind}, not Component")
+    if not component and kind == "Component":
+        raise KustomizeError(f"{kfile}: a Component cannot be a resource; list it under components")
     for res in k.get("resources", []):
         path = os.path.normpath(os.path.join(directory, res))
         if os.path.isdir(path):
-            objects += render(path)
+            here = os.path.abspath(directory)
+            if os.path.commonpath([here, os.path.abspath(path)]) == os.path.abspath(path):
+                raise KustomizeError(f"{kfile}: cycle detected: resource {res} contains this kustomization")
+            objects += _build(path, [])
         elif os.path.isfile(path):
             objects += [copy.deepcopy(d) for d in load_yaml_docs(path)]
         else:
             raise KustomizeError(f"{kfile}: resource {res} not found")
+    _check_unique(objects, kfile)
+    for c in k.get("components", []):
+        path = os.path.normpath(os.path.join(directory, c))
+        if not os.path.isdir(path):
+            raise KustomizeError(f"{kfile}: component {c} is not a directory")
+        _build(path, objects, component=True)
     objects += _generate_secrets(k, directory, kfile)
     _check_unique(objects, kfile)
     for p in k.get("patches", []):
         _apply_patch_entry(objects, p, directory, kfile)
+    if "namespace" in k:
+        for obj in objects:
+            obj.setdefault("metadata", {})["namespace"] = k["namespace"]
     image_specs = []
     for c in k.get("configurations", []):
         for spec in (load_yaml_docs(os.path.join(directory, c)) or [{}])[0].get("images", []):
@@ -69,9 +109,11 @@ def render(directory):
     for img in k.get("images", []):
         for obj in objects:
             _set_images(obj, img, image_specs)
-    if "namespace" in k:
-        for obj in objects:
-            obj.setdefault("metadata", {})["namespace"] = k["namespace"]
+    for r in k.get("replacements", []):
+        try:
+            apply_replacement(objects, r)
+        except KustomizeError as e:
+            raise KustomizeError(f"{kfile}: {e}")
     return objects
 
 
@@ -154,8 +196,12 @@ def _apply_patch_entry(objects, entry, directory, kfile):
     else:
         raise KustomizeError(f"{kfile}: patch without patch or path")
     ops = yaml.safe_load(text)
+    if isinstance(ops, dict) and ops.get("$patch") == "delete":
+        _delete_patch(objects, ops, entry.get("target"), kfile)
+        return
     if not isinstance(ops, list):
-        raise KustomizeError(f"{kfile}: only JSON6902 patches (a list of operations) are supported")
+        raise KustomizeError(f"{kfile}: only JSON6902 patches (a list of operations) and strategic-merge "
+                             "`$patch: delete` are supported")
     target = entry.get("target")
     if not target:
         raise KustomizeError(f"{kfile}: a JSON6902 patch needs a target")
@@ -168,6 +214,24 @@ def _apply_patch_entry(objects, entry, directory, kfile):
                 apply_json6902(obj, op)
             except KustomizeError as e:
                 raise KustomizeError(f"{kfile}: {e}")
+
+
+def _delete_patch(objects, patch, target, kfile):
+    """A strategic-merge patch holding `$patch: delete`: removes every resource it targets (the
+    entry's target, else the patch's own apiVersion/kind/metadata.name), as kustomize's
+    PatchTransformer; no match is an error."""
+    if set(patch) - {"$patch", "apiVersion", "kind", "metadata"} or set(patch.get("metadata") or {}) - {"name", "namespace"}:
+        raise KustomizeError(f"{kfile}: a `$patch: delete` patch may hold only apiVersion, kind and metadata.name/namespace")
+    if not target:
+        group, _, version = str(patch.get("apiVersion", "")).rpartition("/")
+        target = {"group": group, "version": version, "kind": patch.get("kind"),
+                  "name": (patch.get("metadata") or {}).get("name")}
+        if (patch.get("metadata") or {}).get("namespace"):
+            target["namespace"] = patch["metadata"]["namespace"]
+    hits = [o for o in objects if _matches_target(o, target)]
+    if not hits:
+        raise KustomizeError(f"{kfile}: no resource matches the `$patch: delete` patch {target}")
+    objects[:] = [o for o in objects if not any(o is h for h in hits)]
 
 
 def _pointer(path):
@@ -295,3 +359,115 @@ def _set_images(obj, img, specs):
             cur = cur.get(p) if isinstance(cur, dict) else None
         if isinstance(cur, dict) and isinstance(cur.get(parts[-1]), str):
             cur[parts[-1]] = _new_image(cur[parts[-1]], img)
+
+
+# ---- replacements -------------------------------------------------------------------------------
+
+SELECTOR_KEYS = {"group", "version", "kind", "name", "namespace"}
+
+
+def _selected(obj, sel, what):
+    """kustomize's ResId.IsSelectedBy: every key the selector sets equals the object's."""
+    if not isinstance(sel, dict) or set(sel) - SELECTOR_KEYS:
+        raise KustomizeError(f"{what}: selector {sel!r} may use only {sorted(SELECTOR_KEYS)} in kustomize_lite")
+    return _matches_target(obj, sel)
+
+
+def _describe_selector(sel):
+    return (f"{sel.get('kind', '')}.{sel.get('version') or '[noVer]'}.{sel.get('group') or '[noGrp]'}/"
+            f"{sel.get('name', '')}.{sel.get('namespace') or '[noNs]'}")
+
+
+def split_field_path(path):
+    """'a.b.[name=x.y].c' -> ['a', 'b', '[name=x.y]', 'c']: dots inside brackets do not split."""
+    parts, cur, depth = [], "", 0
+    for ch in path:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "." and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    if depth != 0 or any(p == "" for p in parts):
+        raise KustomizeError(f"field path {path!r} is malformed")
+    return parts
+
+
+def _lookup(node, parts, create):
+    """The (parent, key) slots the path names, as kyaml's PathMatcher: a map key; a list index; [k=v]
+    every list item whose field k is v; * every list item. With create, missing map keys and [k=v]
+    items are made on the way (the last slot is created empty)."""
+    if not parts:
+        return []
+    head, rest = parts[0], parts[1:]
+    slots = []
+    if isinstance(node, dict):
+        if head.startswith("["):
+            return []
+        if head not in node:
+            if not create:
+                return []
+            node[head] = {} if rest else None
+        slots = [(node, head)]
+    elif isinstance(node, list):
+        if head == "*":
+            slots = [(node, i) for i in range(len(node))]
+        elif head.startswith("[") and head.endswith("]") and "=" in head:
+            key, _, value = head[1:-1].partition("=")
+            slots = [(node, i) for i, item in enumerate(node) if isinstance(item, dict) and str(item.get(key)) == value]
+            if not slots and create:
+                node.append({key: value})
+                slots = [(node, len(node) - 1)]
+        elif head.isdigit() and int(head) < len(node):
+            slots = [(node, int(head))]
+    if not rest:
+        return slots
+    out = []
+    for parent, key in slots:
+        out += _lookup(parent[key], rest, create)
+    return out
+
+
+def apply_replacement(objects, r):
+    """One inline replacement: the source's field value copied to every target field, as kustomize's
+    ReplacementTransformer (a missing target field is an error unless options.create)."""
+    if not isinstance(r, dict) or set(r) - {"source", "targets"}:
+        raise KustomizeError(f"replacement {r!r}: only inline source + targets are supported by kustomize_lite")
+    src = dict(r.get("source") or {})
+    if set(src) - SELECTOR_KEYS - {"fieldPath"}:
+        raise KustomizeError(f"replacement source: fields {sorted(set(src) - SELECTOR_KEYS - {'fieldPath'})} "
+                             "are not supported by kustomize_lite")
+    field = src.pop("fieldPath", "metadata.name")
+    found = [o for o in objects if _selected(o, src, "replacement source")]
+    if not found:
+        raise KustomizeError(f"nothing selected by {_describe_selector(src)}:{field}")
+    if len(found) > 1:
+        raise KustomizeError(f"multiple matches for selector {_describe_selector(src)}")
+    slots = _lookup(found[0], split_field_path(field), create=False)
+    if len(slots) != 1:
+        raise KustomizeError(f"fieldPath `{field}` is missing for replacement source {_describe_selector(src)}")
+    value = slots[0][0][slots[0][1]]
+    for t in r.get("targets") or []:
+        if set(t) - {"select", "reject", "fieldPaths", "options"}:
+            raise KustomizeError(f"replacement target fields {sorted(set(t) - {'select', 'reject', 'fieldPaths', 'options'})} "
+                                 "are not supported by kustomize_lite")
+        if not t.get("select"):
+            raise KustomizeError("target must specify resources to select")
+        options = t.get("options") or {}
+        if set(options) - {"create"}:
+            raise KustomizeError(f"replacement target options {sorted(set(options) - {'create'})} are not supported by kustomize_lite")
+        for obj in objects:
+            if not _selected(obj, t["select"], "replacement target") or any(
+                    _selected(obj, rej, "replacement reject") for rej in t.get("reject") or []):
+                continue
+            for fp in t.get("fieldPaths") or ["metadata.name"]:
+                slots = _lookup(obj, split_field_path(fp), create=bool(options.get("create")))
+                if not slots:
+                    raise KustomizeError(f"unable to find field \"{fp}\" in replacement target "
+                                         f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}")
+                for parent, key in slots:
+                    parent[key] = copy.deepcopy(value)

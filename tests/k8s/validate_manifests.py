@@ -48,7 +48,10 @@ def manifest_files(k8s_dir):
 
 
 def kustomization_dirs(k8s_dir):
-    return sorted(d for d, _, files in os.walk(k8s_dir) if "kustomization.yaml" in files)
+    """Every kustomization that builds on its own; Components (kind: Component) are rendered
+    through the kustomizations that list them."""
+    return sorted(d for d, _, files in os.walk(k8s_dir) if "kustomization.yaml" in files
+                  and kustomize_lite.load_yaml_docs(os.path.join(d, "kustomization.yaml"))[0].get("kind") != "Component")
 
 
 def describe(obj):
@@ -120,7 +123,7 @@ def binary_flags(build_dir, name):
 # counted per kustomization rendering, `sh -c` scripts included. A lower count means some argv are no
 # longer found (a new wrapper, a moved command, a parser gap) and so silently no longer checked: that
 # fails, as does a higher one, so this number is updated on purpose with the manifests.
-EXPECTED_ARGV = 21
+EXPECTED_ARGV = 26
 
 
 def container_argvs(c):
@@ -201,14 +204,17 @@ def all_checks(obj, rendered=False):
 
 
 def apply_targets(k8s_dir):
-    """Kustomizations nobody includes: what a user applies (kubectl apply -k)."""
+    """What a user applies (kubectl apply -k): kustomizations nobody includes, and those that map
+    the image themselves (`images:`), complete deployables that an overlay also builds on
+    (k8s/ranzcr, under overlays/ranzcr-minikf)."""
     dirs = kustomization_dirs(k8s_dir)
     included = set()
     for d in dirs:
         k = kustomize_lite.load_yaml_docs(os.path.join(d, "kustomization.yaml"))[0]
         for r in k.get("resources", []):
             included.add(os.path.normpath(os.path.join(d, r)))
-    return [d for d in dirs if d not in included]
+    return [d for d in dirs if d not in included
+            or kustomize_lite.load_yaml_docs(os.path.join(d, "kustomization.yaml"))[0].get("images")]
 
 
 def check_repo_flags(repo, build_dir):
@@ -262,6 +268,32 @@ def check_store_token(objs):
     return errors
 
 
+def check_rwo_placement(objs):
+    """A ReadWriteOnce claim mounts on one node only: a PyTorchJob that mounts one must keep its
+    Workers on its Master's node (required podAffinity on kubernetes.io/hostname selecting this
+    job's master pod by the operator's labels), or its Workers could not mount the volume."""
+    rwo = {o["metadata"]["name"] for o in objs if o.get("kind") == "PersistentVolumeClaim"
+           and "ReadWriteOnce" in ((o.get("spec") or {}).get("accessModes") or [])}
+    errors = []
+    for obj in objs:
+        if obj.get("kind") != "PyTorchJob":
+            continue
+        name = obj["metadata"]["name"]
+        for r, rs in (obj["spec"].get("pytorchReplicaSpecs") or {}).items():
+            pod = rs["template"]["spec"]
+            claims = {(v.get("persistentVolumeClaim") or {}).get("claimName") for v in pod.get("volumes") or []}
+            if r == "Master" or not claims & rwo:
+                continue
+            terms = (((pod.get("affinity") or {}).get("podAffinity") or {})
+                     .get("requiredDuringSchedulingIgnoredDuringExecution") or [])
+            want = {"training.kubeflow.org/job-name": name, "training.kubeflow.org/replica-type": "master"}
+            if not any(t.get("topologyKey") == "kubernetes.io/hostname"
+                       and ((t.get("labelSelector") or {}).get("matchLabels") or {}) == want for t in terms):
+                errors.append(f"{describe(obj)} {r}: mounts ReadWriteOnce claim {sorted(claims & rwo)} but has no required "
+                              f"podAffinity to its Master's node (topologyKey kubernetes.io/hostname, matchLabels {want})")
+    return errors
+
+
 def validate_repo(repo, build_dir):
     k8s_dir = os.path.join(repo, "k8s")
     targets = apply_targets(k8s_dir)
@@ -296,6 +328,7 @@ def validate_repo(repo, build_dir):
                         problems.append(f"{rel}: kustomize_lite and kubectl kustomize render different objects")
         if d in targets:
             problems += [f"{rel} (rendered): {e}" for e in check_store_token(objs)]
+            problems += [f"{rel} (rendered): {e}" for e in check_rwo_placement(objs)]
         for obj in objs:
             count += 1
             errs = all_checks(obj, rendered=d in targets)
