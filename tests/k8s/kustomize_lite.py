@@ -8,7 +8,8 @@ since a hashed name would not be rewritten inside PyTorchJob/TrainJob pod templa
 images (newName/newTag/digest, on every containers[]/initContainers[] image at any depth plus the
 fieldSpecs declared in `configurations`), patches holding JSON6902 operations (add, remove, replace,
 move, copy, test) with a target (group/version/kind/name/namespace), a strategic-merge patch that is
-only `$patch: delete` (removes its targets), namespace, and inline replacements (source: one resource
+only `$patch: delete` (removes its targets; a JSON6902 patch may not rename a kind others refer to by name,
+a PVC say, since kustomize would then rewrite the references), namespace, and inline replacements (source: one resource
 by group/version/kind/name/namespace + fieldPath; targets: select/reject by the same keys, fieldPaths
 with map keys, list indexes, [key=value] and * over list items, options.create). Transformers run in
 kustomize's order: patches, namespace, images, replacements. Resources annotated
@@ -27,6 +28,10 @@ import yaml
 
 SUPPORTED = {"apiVersion", "kind", "resources", "images", "patches", "configurations", "namespace",
              "secretGenerator", "generatorOptions", "components", "replacements"}
+# Kinds whose names other resources refer to (claimName, configMapRef, secretKeyRef, serviceName, ...):
+# kustomize rewrites those references when a patch renames one; kustomize_lite refuses such a rename.
+NAME_REFERENCED = {"ConfigMap", "Secret", "PersistentVolumeClaim", "PersistentVolume", "Service", "ServiceAccount",
+                   "StorageClass", "PriorityClass", "Role", "ClusterRole"}
 KINDS = {"Kustomization": "kustomize.config.k8s.io/v1beta1", "Component": "kustomize.config.k8s.io/v1alpha1"}
 LOCAL_CONFIG = "config.kubernetes.io/local-config"
 
@@ -209,11 +214,15 @@ def _apply_patch_entry(objects, entry, directory, kfile):
     if not hits:
         raise KustomizeError(f"{kfile}: patch target {target} matches no resource")
     for obj in hits:
+        before = (obj.get("metadata") or {}).get("name")
         for op in ops:
             try:
                 apply_json6902(obj, op)
             except KustomizeError as e:
                 raise KustomizeError(f"{kfile}: {e}")
+        if obj.get("kind") in NAME_REFERENCED and (obj.get("metadata") or {}).get("name") != before:
+            raise KustomizeError(f"{kfile}: the patch renames {obj['kind']} {before!r}; kustomize would then rewrite "
+                                 "every reference to it (nameReference), which kustomize_lite does not play")
 
 
 def _delete_patch(objects, patch, target, kfile):
