@@ -24,6 +24,12 @@ the environment the controller injects (operators.py). Scenarios:
   ranzcr-cpu   k8s/ranzcr (Master 1 + Worker 3, GPU manifest) with its data-prep Job, played on CPU:
                --device cpu --backend gloo --amp none --image-size 64 --arch resnet18 --epochs 1
                --batch-size 8. Must complete with a model and a checkpoint.
+  ranzcr-minikf  overlays/ranzcr-minikf (Master 1 + Worker 1, the article's MiniKF job) on its
+               ReadWriteOnce volume, every pod on this one machine as on a single-node MiniKF. First its
+               data-prep Job alone on the empty volume: it must fail (exit 2, no retry cures it) naming
+               the path it looked at and how to ask for synthetic data; then the request by name
+               (k8s/data/synthetic/ranzcr), then the job played on CPU as ranzcr-cpu (--image-size 64
+               --arch resnet18 --epochs 1 --batch-size 8). Must complete with a model and a checkpoint.
   chaos        (not in the default list) seeded rounds of faults — a worker process, a whole ddprun,
                the master pod (the store's host) SIGKILLed, a pod's network cut for longer than the
                configured timeout — in the PyTorchJob and ddprun variants; every round must end with
@@ -34,7 +40,8 @@ the environment the controller injects (operators.py). Scenarios:
                --chaos-kinds kill-worker,kill-ddprun,kill-master,net-cut --chaos-variants pytorchjob,ddprun
 
 The manifests are played as written except these overrides, so a run takes seconds: --epochs 2
-(1 for ddprun), --checkpoint-every 20. Root and `ip netns` are required; without them the run exits
+(1 for ddprun), --checkpoint-every 20. The data-prep Jobs write synthetic data only when asked by name:
+every scenario asks first, as a user would (kubectl apply -k k8s/data/synthetic/<dataset>). Root and `ip netns` are required; without them the run exits
 77 (ctest SKIP_RETURN_CODE) saying why; with CI=true it fails instead (tests/support/ci.py).
 Every namespace, veth, bridge and hosts file is removed at the end, on failure too; leftovers of a
 killed run are removed by the next one.
@@ -73,7 +80,10 @@ BINARIES = {"train_cifar10": "apps/train_cifar10/train_cifar10", "train_ranzcr":
             "ddprun": "apps/ddprun/ddprun",
             "make_cifar10_synthetic": "tools/make_cifar10_synthetic/make_cifar10_synthetic",
             "make_ranzcr_synthetic": "tools/make_ranzcr_synthetic/make_ranzcr_synthetic"}
-ALL = ["dns-race", "kill-worker", "bad-arg", "trainjob", "ddprun", "ranzcr-cpu"]
+ALL = ["dns-race", "kill-worker", "bad-arg", "trainjob", "ddprun", "ranzcr-cpu", "ranzcr-minikf"]
+# The data-prep Job of each dataset, and the kustomization that asks it by name for synthetic data.
+DATA_PREP = {"ddp-prepare-cifar10": "k8s/data/synthetic/cifar10", "ddp-prepare-ranzcr": "k8s/data/synthetic/ranzcr"}
+SETTINGS = "k8s/storage/settings/shared-volume.yaml"  # the one place naming the shared volume
 
 
 class ScenarioFailed(Exception):
@@ -190,7 +200,8 @@ class Scenario:
         self.pvc = os.path.join(self.work, "pvc")
         os.makedirs(self.pvc, exist_ok=True)
         self.cluster = cluster_factory(self.work)
-        self.factory = operators.PodFactory(self.cluster, args.bin_dir, {"ddp-shared": self.pvc},
+        claim = kustomize_lite.load_yaml_docs(os.path.join(args.repo, SETTINGS))[0]["data"]["claimName"]
+        self.factory = operators.PodFactory(self.cluster, args.bin_dir, {claim: self.pvc},
                                             args.image_env, self.logs)
 
     def render(self, path):
@@ -202,7 +213,12 @@ class Scenario:
         for p in pvcs:
             if p["metadata"]["name"] not in self.factory.pvc_dirs:
                 raise ScenarioFailed(f"{path}: PVC {p['metadata']['name']} is not played")
-            expect("ReadWriteMany" in p["spec"]["accessModes"], f"{path}: PVC {p['metadata']['name']} is ReadWriteMany")
+            modes = p["spec"]["accessModes"]
+            if "ReadWriteMany" in modes:
+                expect(True, f"{path}: PVC {p['metadata']['name']} is ReadWriteMany")
+            else:  # one node may mount it: here every pod runs on this one machine, as on a single-node MiniKF
+                expect(modes == ["ReadWriteOnce"], f"{path}: PVC {p['metadata']['name']} is ReadWriteOnce, "
+                       "every pod on this one machine (a single node)")
         return objs
 
     def tail(self, pod_prefix, n=15):
@@ -283,16 +299,28 @@ def checkpoint_steps(ckpt_dir):
 OVERRIDES = [("--epochs", "2"), ("--checkpoint-every", "20")]
 
 
+def ask_for_synthetic(sc, prep_jobs, timeout=300):
+    """Asks by name for synthetic data, as a user does for a dry run: plays the Job of
+    k8s/data/synthetic/<dataset> (DDP_SYNTHETIC_DATA=<dataset>) for each data-prep Job, to completion."""
+    for j in prep_jobs:
+        for req in by_kind(sc.render(DATA_PREP[j["metadata"]["name"]]), "Job"):
+            r = operators.play_job(req, sc.factory, timeout)
+            expect(r.condition == "Succeeded", f"synthetic data asked for by name: Job {req['metadata']['name']} completed")
+
+
 def pytorchjob_run(sc, overlay, overrides, mutate=None, dns_delay=0.0, master_start_delay=0.0, on_tick=None,
-                   timeout=300, data_first=False):
+                   timeout=300, data_first=False, synthetic=True):
     """Plays `kubectl apply -k overlay`: the data-prep Job beside the PyTorchJob (the workers' init
     containers wait for the data), or with data_first the Job to completion before the PyTorchJob
-    (a volume prepared earlier: the trainers start at once)."""
+    (a volume prepared earlier: the trainers start at once). With synthetic, synthetic data is first
+    asked for by name (the data-prep Job then finds it)."""
     objs = sc.render(overlay)
     job = override_args(copy.deepcopy(by_kind(objs, "PyTorchJob")[0]), overrides)
     if mutate:
         mutate(job)
     prep = by_kind(objs, "Job")
+    if synthetic:
+        ask_for_synthetic(sc, prep, timeout)
     threads = []
     if data_first:
         for j in prep:
@@ -403,6 +431,7 @@ def scenario_bad_arg(sc, state):
 
 def scenario_trainjob(sc, state):
     objs = sc.render("k8s/data/cifar10")
+    ask_for_synthetic(sc, by_kind(objs, "Job"))
     for j in by_kind(objs, "Job"):
         r = operators.play_job(j, sc.factory, 120)
         expect(r.condition == "Succeeded", f"data-prep Job {j['metadata']['name']} completed")
@@ -454,9 +483,53 @@ def scenario_ranzcr_cpu(sc, state):
     expect(bool(checkpoint_steps(os.path.join(sc.pvc, "checkpoints", name))), "an epoch-end checkpoint was written")
 
 
+RANZCR_ON_CPU = [("--device", "cpu"), ("--backend", "gloo"), ("--amp", "none"), ("--image-size", "64"),
+                 ("--arch", "resnet18"), ("--epochs", "1"), ("--batch-size", "8")]
+
+
+def scenario_ranzcr_minikf(sc, state):
+    """overlays/ranzcr-minikf (Master 1 + Worker 1, RWO volume): the data-prep Job without a dataset
+    fails naming the path, then synthetic data asked by name, then the job played on CPU."""
+    overlay = "k8s/overlays/ranzcr-minikf"
+    objs = sc.render(overlay)
+    pj = by_kind(objs, "PyTorchJob")[0]
+    specs = pj["spec"]["pytorchReplicaSpecs"]
+    expect(specs["Master"]["replicas"] == 1 and specs["Worker"]["replicas"] == 1, "Master 1 + Worker 1")
+    gpus = [rs["template"]["spec"]["containers"][0]["resources"]["limits"].get("nvidia.com/gpu") for rs in specs.values()]
+    expect(gpus == [1, 1], f"one GPU per pod in the manifest ({gpus}; played on CPU here)")
+    pvc = by_kind(objs, "PersistentVolumeClaim")[0]
+    expect("storageClassName" not in pvc["spec"], "the PVC names no StorageClass: the cluster's default")
+    prep = by_kind(objs, "Job")
+    for j in prep:
+        r = operators.play_job(j, sc.factory, 120)
+        log = "\n".join(sc.log_text(p) for p, _, _ in r.exits)
+        looked = os.path.join(sc.pvc, "data", "ranzcr", "train.csv")
+        expect(r.condition == "Failed" and all(rc == 2 for _, _, rc in r.exits),
+               f"without a dataset the data-prep Job {j['metadata']['name']} failed, exit 2 every time ({r.exits})")
+        expect(f"looked for {looked}" in log and "kubectl apply -k k8s/data/synthetic/ranzcr" in log,
+               "its log names the path it looked at and how to ask for synthetic data")
+        expect(not os.path.exists(looked), "nothing was written to the volume")
+    def on_cpu(job):
+        for rs in job["spec"]["pytorchReplicaSpecs"].values():
+            c = rs["template"]["spec"]["containers"][0]
+            for flag, value in RANZCR_ON_CPU:
+                c["args"] = set_flag(c["args"], flag, value)
+    job, res = pytorchjob_run(sc, overlay, [], mutate=on_cpu, timeout=600)
+    name = job["metadata"]["name"]
+    if res.condition != "Succeeded":
+        print(sc.tail(name))
+    expect(res.condition == "Succeeded", f"PyTorchJob {name} (Master 1 + Worker 1) succeeded on CPU ({res.reason})")
+    expect(res.total_recreations == 0, "no pod was recreated")
+    expect(bool(model_digest(os.path.join(sc.pvc, "models", name))), "the model was written")
+    expect(bool(checkpoint_steps(os.path.join(sc.pvc, "checkpoints", name))), "an epoch-end checkpoint was written")
+
+
 def play_data_job(sc, overlay):
-    """The overlay's data-prep Jobs, each to completion (a volume prepared before the job)."""
-    for j in by_kind(sc.render(overlay), "Job"):
+    """Synthetic data asked for by name, then the overlay's data-prep Jobs, each to completion (a
+    volume prepared before the job)."""
+    prep = by_kind(sc.render(overlay), "Job")
+    ask_for_synthetic(sc, prep)
+    for j in prep:
         r = operators.play_job(j, sc.factory, 300)
         expect(r.condition == "Succeeded", f"data-prep Job {j['metadata']['name']} completed")
 
@@ -467,6 +540,7 @@ def scenario_chaos(sc, state):
 
 SCENARIOS = {"dns-race": scenario_dns_race, "kill-worker": scenario_kill_worker, "bad-arg": scenario_bad_arg,
              "trainjob": scenario_trainjob, "ddprun": scenario_ddprun, "ranzcr-cpu": scenario_ranzcr_cpu,
+             "ranzcr-minikf": scenario_ranzcr_minikf,
              "chaos": scenario_chaos}
 
 
@@ -514,7 +588,7 @@ def main():
     if args.standin_bin_dir:
         print(f"WARNING: stand-in binaries from {args.standin_bin_dir}: harness development, not a rehearsal")
     needed = {"train_cifar10", "make_cifar10_synthetic"} | ({"ddprun"} if {"trainjob", "ddprun", "chaos"} & set(names) else set())
-    if "ranzcr-cpu" in names:
+    if {"ranzcr-cpu", "ranzcr-minikf"} & set(names):
         needed |= {"train_ranzcr", "make_ranzcr_synthetic"}
     missing = sorted(needed - set(found))
     if missing:
