@@ -309,18 +309,17 @@ def ask_for_synthetic(sc, prep_jobs, timeout=300):
 
 
 def pytorchjob_run(sc, overlay, overrides, mutate=None, dns_delay=0.0, master_start_delay=0.0, on_tick=None,
-                   timeout=300, data_first=False, synthetic=True):
+                   timeout=300, data_first=False):
     """Plays `kubectl apply -k overlay`: the data-prep Job beside the PyTorchJob (the workers' init
     containers wait for the data), or with data_first the Job to completion before the PyTorchJob
-    (a volume prepared earlier: the trainers start at once). With synthetic, synthetic data is first
-    asked for by name (the data-prep Job then finds it)."""
+    (a volume prepared earlier: the trainers start at once). Synthetic data is asked for by name
+    first (the data-prep Job then finds it)."""
     objs = sc.render(overlay)
     job = override_args(copy.deepcopy(by_kind(objs, "PyTorchJob")[0]), overrides)
     if mutate:
         mutate(job)
     prep = by_kind(objs, "Job")
-    if synthetic:
-        ask_for_synthetic(sc, prep, timeout)
+    ask_for_synthetic(sc, prep, timeout)
     threads = []
     if data_first:
         for j in prep:
@@ -461,11 +460,15 @@ def scenario_ddprun(sc, state):
     expect(bool(model_digest(os.path.join(sc.pvc, "models", name))), "the model was written")
 
 
+# The RANZCR jobs' GPU flags overridden so they run on this machine's CPUs, small and short.
+RANZCR_ON_CPU = [("--device", "cpu"), ("--backend", "gloo"), ("--amp", "none"), ("--image-size", "64"),
+                 ("--arch", "resnet18"), ("--epochs", "1"), ("--batch-size", "8")]
+
+
 def scenario_ranzcr_cpu(sc, state):
     """k8s/ranzcr (Master 1 + Worker 3) played on CPU: the GPU manifest's env, paths, data-prep Job,
     init containers and flags, with the device/backend/size overridden so it runs without GPUs."""
-    cpu = [("--device", "cpu"), ("--backend", "gloo"), ("--amp", "none"), ("--image-size", "64"),
-           ("--arch", "resnet18"), ("--epochs", "1"), ("--batch-size", "8")]
+    cpu = RANZCR_ON_CPU
 
     def mutate(job):
         for rs in job["spec"]["pytorchReplicaSpecs"].values():
@@ -481,10 +484,6 @@ def scenario_ranzcr_cpu(sc, state):
     expect(res.total_recreations == 0, "no pod was recreated")
     expect(bool(model_digest(os.path.join(sc.pvc, "models", name))), "the model was written")
     expect(bool(checkpoint_steps(os.path.join(sc.pvc, "checkpoints", name))), "an epoch-end checkpoint was written")
-
-
-RANZCR_ON_CPU = [("--device", "cpu"), ("--backend", "gloo"), ("--amp", "none"), ("--image-size", "64"),
-                 ("--arch", "resnet18"), ("--epochs", "1"), ("--batch-size", "8")]
 
 
 def scenario_ranzcr_minikf(sc, state):
@@ -509,6 +508,7 @@ def scenario_ranzcr_minikf(sc, state):
         expect(f"looked for {looked}" in log and "kubectl apply -k k8s/data/synthetic/ranzcr" in log,
                "its log names the path it looked at and how to ask for synthetic data")
         expect(not os.path.exists(looked), "nothing was written to the volume")
+
     def on_cpu(job):
         for rs in job["spec"]["pytorchReplicaSpecs"].values():
             c = rs["template"]["spec"]["containers"][0]
