@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "trainer/reporter.h"
 #include "trainer/tensorboard_event.h"
 #include "trainer/tensorboard_record.h"
 #include "trainer/tensorboard_writer.h"
@@ -228,4 +229,43 @@ TEST(TensorBoardWriter, FailedWriteIsAWarningAndEndsTheRecords) {
   std::signal(SIGXFSZ, old_handler);
   EXPECT_NO_THROW(w.scalars(2, {{"x", 2}}));  // nothing more after a failure
   EXPECT_EQ(fs::file_size(w.path()), size);
+}
+
+TEST(TensorBoardReporter, TrainPointsAndKatibMetricsBecomeScalars) {
+  TempDir d;
+  {
+    ddp::trainer::Reporter off(ddp::trainer::ReporterOptions().enabled(false).tensorboard_dir(d.path + "/off"));
+    off.start(0);
+  }
+  EXPECT_FALSE(fs::exists(d.path + "/off"));  // other ranks write nothing
+  {
+    ddp::trainer::Reporter r(ddp::trainer::ReporterOptions().progress("plain").tensorboard_dir(d.path + "/on"));
+    r.start(0);
+    ddp::trainer::TrainPoint p;
+    p.epoch = p.epochs = 1;
+    p.global_step = p.step_in_epoch = p.steps_in_epoch = 4;
+    p.loss = 0.5;
+    p.lr = 0.01;
+    p.images_per_sec = 1000;
+    r.train_interval(p);
+    ddp::trainer::EvalPoint e;
+    e.epoch = 1;
+    e.global_step = 4;
+    e.katib = {{"loss", 0.25}, {"accuracy", 0.75}};
+    r.evaluation(e);
+  }
+  const auto files = event_files(d.path + "/on");
+  ASSERT_EQ(files.size(), 1u);
+  const auto events = events_of(d.path + "/on/" + files[0]);
+  ASSERT_EQ(events.size(), 4u);
+  std::vector<std::pair<std::string, float>> got;
+  for (size_t i = 2; i < 4; ++i) {
+    EXPECT_EQ(events[i].step, 4);
+    for (const auto& s : events[i].scalars) got.emplace_back(s.tag, s.value);
+  }
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, float>>{{"train/loss", 0.5f},
+                                                              {"train/lr", 0.01f},
+                                                              {"train/images_per_sec", 1000.0f},
+                                                              {"epoch/loss", 0.25f},
+                                                              {"epoch/accuracy", 0.75f}}));
 }
