@@ -9,7 +9,9 @@
 
     python3 tfevents.py DIR      # prints every file's records and the view
 """
+import atexit
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -86,6 +88,7 @@ def event_module():
     global _EVENT_PB2
     if _EVENT_PB2 is None:
         out = tempfile.mkdtemp(prefix="tfevents-pb-")
+        atexit.register(shutil.rmtree, out, True)
         protos = [os.path.join("tensorboard/compat/proto", n)
                   for n in sorted(os.listdir(os.path.join(PROTO_ROOT, "tensorboard/compat/proto")))]
         subprocess.run(["protoc", "-I", PROTO_ROOT, "--python_out", out] + protos, check=True)
