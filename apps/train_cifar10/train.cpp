@@ -63,6 +63,7 @@ class Trainer {
         reporter_(ddp::trainer::ReporterOptions()
                       .enabled(pg_->rank() == 0)
                       .metrics_file(o.runtime.metrics_file())
+                      .tensorboard_dir(o.runtime.tensorboard_dir())
                       .progress(o.runtime.progress())),
         checkpointer_(o.checkpoint.options(), pg_) {}
 
@@ -71,6 +72,7 @@ class Trainer {
     const auto run_start = Clock::now();
     if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *model_.module(), &optimizer_))
       progress_ = resumed->progress;
+    reporter_.start(progress_.global_step);
     bool out_of_steps = false;
     while (progress_.epoch < o_.epochs && !out_of_steps) {
       const auto epoch_start = Clock::now();
@@ -101,7 +103,8 @@ class Trainer {
       const bool last_step = progress_.step_in_epoch == steps_per_epoch_;
       const bool out_of_steps = o_.runtime.max_steps() > 0 && progress_.global_step >= o_.runtime.max_steps();
       if (progress_.step_in_epoch % o_.runtime.log_interval() == 0 || last_step || out_of_steps) {
-        const auto point = ddp::trainer::train_point(progress_, o_.epochs, steps_per_epoch_, sampler_.num_samples());
+        auto point = ddp::trainer::train_point(progress_, o_.epochs, steps_per_epoch_, sampler_.num_samples());
+        point.lr = o_.lr;  // constant: the seed's SGD has no schedule
         reporter_.train_interval(interval.take(point, pg_->size()));
       }
       if (ddp::trainer::checkpoint_or_stop(stop_, checkpointer_, *model_.module(), &optimizer_, progress_))

@@ -135,6 +135,7 @@ class Trainer {
   int run() {
     // The Checkpointer logs which file it resumed from (or why it starts fresh).
     if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *net_, &optimizer_)) progress_ = resumed->progress;
+    reporter_.start(progress_.global_step);
     ddp::DistributedDataParallel<Model> model(net_, session_.pg);
     ddp::DistributedSampler sampler(static_cast<int64_t>(data_.split.train.size()), pg_.size(), pg_.rank(),
                                     /*shuffle=*/true, static_cast<int64_t>(o_.seed));
@@ -191,7 +192,8 @@ class Trainer {
       const bool epoch_done = progress_.step_in_epoch == steps_per_epoch_;
       const bool out_of_steps = o_.runtime.max_steps() > 0 && progress_.global_step >= o_.runtime.max_steps();
       if (session_.rank0() && (progress_.global_step % o_.runtime.log_interval() == 0 || epoch_done || out_of_steps)) {
-        const auto point = ddp::trainer::train_point(progress_, o_.epochs, steps_per_epoch_, sampler.num_samples());
+        auto point = ddp::trainer::train_point(progress_, o_.epochs, steps_per_epoch_, sampler.num_samples());
+        point.lr = lr;
         reporter_.train_interval(interval.take(point, pg_.size()));  // one sync per point
       }
       if (ddp::trainer::checkpoint_or_stop(stop_, checkpointer_, *net_, &optimizer_, progress_, metadata_))
@@ -286,6 +288,7 @@ class Trainer {
                                        .enabled(session_.rank0())
                                        .progress(o_.runtime.progress())
                                        .metrics_file(o_.runtime.metrics_file())
+                                       .tensorboard_dir(o_.runtime.tensorboard_dir())
                                        .count(ddp::trainer::ProgressCount::kSteps)
                                        .rate_decimals(1)};
   ddp::StopVote stop_{pg_};

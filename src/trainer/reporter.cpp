@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "trainer/tensorboard_writer.h"
+
 namespace ddp::trainer {
 
 TrainPoint train_point(const ddp::TrainingProgress& progress, int64_t epochs, int64_t steps_in_epoch,
@@ -26,7 +28,16 @@ Reporter::Reporter(const ReporterOptions& options)
       count_(options.count()),
       rate_decimals_(options.rate_decimals()),
       progress_(enabled_ ? options.progress() : "plain"),
-      metrics_(enabled_ ? options.metrics_file() : "") {}
+      metrics_(enabled_ ? options.metrics_file() : "") {
+  if (enabled_ && !options.tensorboard_dir().empty())
+    tensorboard_ = std::make_unique<tensorboard::EventFileWriter>(options.tensorboard_dir());
+}
+
+Reporter::~Reporter() = default;
+
+void Reporter::start(int64_t global_step) {
+  if (tensorboard_) tensorboard_->start(global_step);
+}
 
 void Reporter::train_interval(const TrainPoint& p) {
   if (!enabled_) return;
@@ -53,6 +64,11 @@ void Reporter::train_interval(const TrainPoint& p) {
     r.string("type", "train").integer("step", p.global_step).integer("epoch", p.epoch).number("loss", p.loss);
     metrics_.append(r.number("images_per_sec", p.images_per_sec).str());
   }
+  if (tensorboard_) {
+    tensorboard_->scalars(p.global_step, {{"train/loss", static_cast<float>(p.loss)},
+                                          {"train/lr", static_cast<float>(p.lr)},
+                                          {"train/images_per_sec", static_cast<float>(p.images_per_sec)}});
+  }
 }
 
 void Reporter::evaluation(const EvalPoint& p) {
@@ -71,6 +87,12 @@ void Reporter::evaluation(const EvalPoint& p) {
     JsonRecord r;
     r.string("type", "eval").integer("step", p.global_step).integer("epoch", p.epoch).append(p.fields);
     metrics_.append(r.str());
+  }
+  if (tensorboard_) {
+    std::vector<tensorboard::Scalar> scalars;
+    for (const auto& m : p.katib) scalars.push_back({"epoch/" + m.name, static_cast<float>(m.value)});
+    tensorboard_->scalars(p.global_step, scalars);
+    tensorboard_->sync();  // an epoch's records survive even a crash of the machine
   }
 }
 

@@ -7,10 +7,14 @@
 //     Katib's StdOut collector reads name=value pairs), after the task's own log lines;
 //   - --metrics-file: JSON lines {"type":"train",...} per interval point, {"type":"eval",...} per
 //     evaluation, {"type":"summary",...} at the end.
+//   - --tensorboard-dir: TensorBoard scalars (tensorboard_writer.h) from the same points: per train
+//     point train/loss, train/lr, train/images_per_sec; per evaluation epoch/<name> for each Katib
+//     metric of the line, so both read the same names. Steps are global steps.
 // Points carry the numbers, the task decides which metrics an evaluation has. Other ranks construct
 // a disabled Reporter; every call is then a no-op.
 //
 //   Reporter reporter(ReporterOptions().enabled(rank0).progress("auto").metrics_file(path));
+//   reporter.start(progress.global_step);  // after resuming (0: fresh); before the first point
 //   reporter.train_interval(point);       // every --log-interval steps and at the epoch's last step
 //   reporter.evaluation(eval_point);      // every epoch end
 //   reporter.summary(JsonRecord().integer("steps", 1200));
@@ -18,6 +22,7 @@
 #include <torch/arg.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +35,9 @@ struct TrainingProgress;
 }
 
 namespace ddp::trainer {
+namespace tensorboard {
+class EventFileWriter;
+}
 
 /// What "[done/total]" in a plain progress line counts within the epoch.
 enum class ProgressCount { kSamples, kSteps };
@@ -44,6 +52,8 @@ struct ReporterOptions {
   TORCH_ARG(ProgressCount, count) = ProgressCount::kSamples;
   /// Decimals of images/s in progress lines (0 for thousands a second, 1 for large slow images).
   TORCH_ARG(int, rate_decimals) = 0;
+  /// TensorBoard event files here (tensorboard_writer.h); empty: none.
+  TORCH_ARG(std::string, tensorboard_dir);
 };
 
 /// Training since the previous point.
@@ -57,6 +67,7 @@ struct TrainPoint {
   int64_t samples_per_epoch = 0;  ///< this rank's samples per epoch
   double loss = 0;                ///< mean training loss over the interval (rank 0's batches)
   double images_per_sec = 0;      ///< all ranks together, over the interval
+  double lr = 0;                  ///< learning rate of the interval's last step (the task sets it)
 };
 
 /// The TrainPoint at `progress` (loss and images_per_sec are the interval's: IntervalMeter fills them),
@@ -83,8 +94,11 @@ struct EvalPoint {
 class Reporter {
  public:
   explicit Reporter(const ReporterOptions& options);
+  ~Reporter();
 
   bool enabled() const { return enabled_; }
+  /// The run starts (0) or resumes after global step `global_step`; once, before the first point.
+  void start(int64_t global_step);
   void train_interval(const TrainPoint& p);
   void evaluation(const EvalPoint& p);
   /// {"type":"summary", <fields>} in the metrics file.
@@ -96,6 +110,7 @@ class Reporter {
   int rate_decimals_;
   ProgressLine progress_;
   MetricsFile metrics_;
+  std::unique_ptr<tensorboard::EventFileWriter> tensorboard_;
 };
 
 }  // namespace ddp::trainer

@@ -34,6 +34,9 @@ void add_runtime_flags(cxxopts::Options& cli, const std::string& data_dir_holds)
                   "(0: the backend's default, Gloo 30 min, NCCL 10 min)",
        cxxopts::value<std::string>()->default_value("0"))
       ("metrics-file", "rank 0 appends JSON lines (train intervals, evaluations, a summary) here",
+       cxxopts::value<std::string>()->default_value(""))
+      ("tensorboard-dir", "rank 0 writes TensorBoard event files (losses, accuracy or AUC, learning rate, "
+                          "images/s) here, continuing across resumes",
        cxxopts::value<std::string>()->default_value(""));
 }
 
@@ -52,6 +55,7 @@ RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args, const std::m
     o.model_dir(env_or_empty(env, "SM_MODEL_DIR"));
   }
   o.metrics_file(args["metrics-file"].as<std::string>());
+  o.tensorboard_dir(args["tensorboard-dir"].as<std::string>());
   o.backend(args["backend"].as<std::string>());
   util::require_choice("--backend", o.backend(), {"auto", "gloo", "nccl"});
   o.device(args["device"].as<std::string>());

@@ -10,7 +10,7 @@
 
 #include "ddp/checkpoint/checkpoint_dir.h"
 #include "ddp/checkpoint/checkpoint_file.h"
-#include "ddp/checkpoint/crc32c.h"
+#include "util/crc32c.h"
 #include "support/multiprocess.h"
 
 namespace fs = std::filesystem;
@@ -31,15 +31,15 @@ std::string error_of(const std::function<void()>& fn) {
 
 TEST(Crc32c, KnownVectors) {
   // The check value of CRC-32C (iSCSI), and RFC 3720's 32 zero bytes.
-  EXPECT_EQ(detail::crc32c("123456789", 9), 0xE3069283u);
+  EXPECT_EQ(util::crc32c("123456789", 9), 0xE3069283u);
   std::string zeros(32, '\0');
-  EXPECT_EQ(detail::crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);
-  EXPECT_EQ(detail::crc32c("", 0), 0u);
+  EXPECT_EQ(util::crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);
+  EXPECT_EQ(util::crc32c("", 0), 0u);
   // Continuing a computation equals one pass, at every split point (covers the 8-byte loop and tail).
   std::string text = "The quick brown fox jumps over the lazy dog, twice over.";
-  uint32_t whole = detail::crc32c(text.data(), text.size());
+  uint32_t whole = util::crc32c(text.data(), text.size());
   for (size_t split = 0; split <= text.size(); ++split)
-    EXPECT_EQ(detail::crc32c(text.data() + split, text.size() - split, detail::crc32c(text.data(), split)), whole);
+    EXPECT_EQ(util::crc32c(text.data() + split, text.size() - split, util::crc32c(text.data(), split)), whole);
 }
 
 TEST(CheckpointFile, RoundTripAndEveryKindOfDamage) {

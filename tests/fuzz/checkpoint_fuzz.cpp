@@ -15,7 +15,7 @@
 #include <string>
 
 #include "ddp/checkpoint/checkpoint_file.h"
-#include "ddp/checkpoint/crc32c.h"
+#include "util/crc32c.h"
 
 namespace {
 
@@ -27,8 +27,8 @@ void put_u32(std::string& b, size_t at, uint32_t v) {
 void fix_crcs(std::string& file) {
   if (file.size() < ddp::detail::kCheckpointHeaderSize) return;
   const size_t payload = file.size() - ddp::detail::kCheckpointHeaderSize;
-  put_u32(file, 24, ddp::detail::crc32c(file.data() + ddp::detail::kCheckpointHeaderSize, payload));
-  put_u32(file, 28, ddp::detail::crc32c(file.data(), 28));
+  put_u32(file, 24, ddp::util::crc32c(file.data() + ddp::detail::kCheckpointHeaderSize, payload));
+  put_u32(file, 28, ddp::util::crc32c(file.data(), 28));
 }
 
 }  // namespace

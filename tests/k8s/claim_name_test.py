@@ -36,6 +36,8 @@ def claims(node, path=""):
         for k, v in node.items():
             if k == "persistentVolumeClaim" and isinstance(v, dict):
                 yield f"{path}.{k}.claimName", v.get("claimName")
+            if k == "logspath" and isinstance(v, str) and v.startswith("pvc://"):  # a Kubeflow Tensorboard
+                yield f"{path}.{k}", v[len("pvc://"):].split("/")[0]
             yield from claims(v, f"{path}.{k}")
     elif isinstance(node, list):
         for i, v in enumerate(node):

@@ -34,6 +34,7 @@ SCHEMAS = os.path.join(HERE, "schemas")
 CRD_FILES = {
     ("kubeflow.org/v1", "PyTorchJob"): "kubeflow.org_pytorchjobs.v1.9.4.yaml",
     ("trainer.kubeflow.org/v1alpha1", "TrainJob"): "trainer.kubeflow.org_trainjobs.v2.3.0.yaml",
+    ("tensorboard.kubeflow.org/v1alpha1", "Tensorboard"): "tensorboard.kubeflow.org_tensorboards.v1.9.2.yaml",
 }
 RUNTIMES = {"torch-distributed": "torch_distributed_runtime.v2.3.0.yaml"}
 

@@ -441,6 +441,22 @@ def _lookup(node, parts, create):
     return out
 
 
+def _delimited(target, value, options):
+    """options.delimiter/index as kustomize's replacement filter: the target string is split at the
+    delimiter and the part at `index` replaced; an index below 0 prepends, one past the end appends."""
+    if isinstance(target, (dict, list)) or isinstance(value, (dict, list)):
+        raise KustomizeError("delimiter option can only be used with scalar nodes")
+    parts = ("" if target is None else str(target)).split(options["delimiter"])
+    index = int(options.get("index") or 0)
+    if index < 0:
+        parts.insert(0, str(value))
+    elif index >= len(parts):
+        parts.append(str(value))
+    else:
+        parts[index] = str(value)
+    return options["delimiter"].join(parts)
+
+
 def apply_replacement(objects, r):
     """One inline replacement: the source's field value copied to every target field, as kustomize's
     ReplacementTransformer (a missing target field is an error unless options.create)."""
@@ -467,8 +483,9 @@ def apply_replacement(objects, r):
         if not t.get("select"):
             raise KustomizeError("target must specify resources to select")
         options = t.get("options") or {}
-        if set(options) - {"create"}:
-            raise KustomizeError(f"replacement target options {sorted(set(options) - {'create'})} are not supported by kustomize_lite")
+        if set(options) - {"create", "delimiter", "index"}:
+            raise KustomizeError(f"replacement target options {sorted(set(options) - {'create', 'delimiter', 'index'})} "
+                                 "are not supported by kustomize_lite")
         for obj in objects:
             if not _selected(obj, t["select"], "replacement target") or any(
                     _selected(obj, rej, "replacement reject") for rej in t.get("reject") or []):
@@ -479,4 +496,4 @@ def apply_replacement(objects, r):
                     raise KustomizeError(f"unable to find field \"{fp}\" in replacement target "
                                          f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}")
                 for parent, key in slots:
-                    parent[key] = copy.deepcopy(value)
+                    parent[key] = _delimited(parent[key], value, options) if options.get("delimiter") else copy.deepcopy(value)

@@ -135,6 +135,27 @@ replacements:
         fieldPaths: [metadata.labels.tier]
         options: {create: true}
 """}), "top", lambda objs: None if objs[1]["metadata"].get("labels") == {"tier": "fast"} else str(objs[1]["metadata"])),
+    ("options.delimiter/index replace one part of a string (pvc://<claim>/path)",
+     dict(BASE, **{"top/kustomization.yaml": """resources: [../base]
+replacements:
+  - source: {kind: ConfigMap, name: settings, fieldPath: data.claim}
+    targets:
+      - select: {kind: Job}
+        fieldPaths: [metadata.annotations.logs, metadata.annotations.tail, metadata.annotations.head]
+        options: {delimiter: "/", index: 2}
+"""}, **{"base/job.yaml": JOB.replace("  name: job\n", "  name: job\n  annotations: {logs: pvc://old-claim/tb, tail: a/b, head: x}\n")}), "top",
+     lambda objs: None if objs[1]["metadata"]["annotations"] == {"logs": "pvc://new-claim/tb", "tail": "a/b/new-claim",
+                                                                 "head": "x/new-claim"} else str(objs[1]["metadata"]["annotations"])),
+    ("options.delimiter with a negative index prepends",
+     dict(BASE, **{"top/kustomization.yaml": """resources: [../base]
+replacements:
+  - source: {kind: ConfigMap, name: settings, fieldPath: data.cls}
+    targets:
+      - select: {kind: Job}
+        fieldPaths: [metadata.annotations.p]
+        options: {delimiter: "-", index: -1}
+"""}, **{"base/job.yaml": JOB.replace("  name: job\n", "  name: job\n  annotations: {p: a-b}\n")}), "top",
+     lambda objs: None if objs[1]["metadata"]["annotations"] == {"p": "fast-a-b"} else str(objs[1]["metadata"]["annotations"])),
     ("reject leaves a selected resource alone",
      dict(BASE, **{"top/kustomization.yaml": """resources: [../base]
 replacements:

@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import ci  # noqa: E402
 import k8s_schema  # noqa: E402
 import kustomize_lite  # noqa: E402
+import tensorboard_logs  # noqa: E402
 
 NOT_RESOURCES = {"kustomization.yaml", "kustomization.yml", "kustomizeconfig.yaml"}
 OUR_BINARIES = {"train_cifar10": "apps/train_cifar10/train_cifar10", "train_ranzcr": "apps/train_ranzcr/train_ranzcr",
@@ -294,6 +295,10 @@ def check_rwo_placement(objs):
     return errors
 
 
+def raw_objects(k8s_dir):
+    return [o for f in manifest_files(k8s_dir) for o in kustomize_lite.load_yaml_docs(f)]
+
+
 def validate_repo(repo, build_dir):
     k8s_dir = os.path.join(repo, "k8s")
     targets = apply_targets(k8s_dir)
@@ -304,6 +309,7 @@ def validate_repo(repo, build_dir):
             count += 1
             errs = all_checks(obj)
             problems += [f"{rel}: {describe(obj)}: {e}" for e in errs]
+    problems += tensorboard_logs.check(raw_objects(k8s_dir))
     kubectl = shutil.which("kubectl")
     for d in kustomization_dirs(k8s_dir):
         rel = os.path.relpath(d, repo)
@@ -407,7 +413,8 @@ MUTATIONS = [
         {"name": "pytorchjob-port", "containerPort": 23456, "protocol": "TCP"}), "duplicate entry"),
     ("k8s/ranzcr/pytorchjob-ranzcr.yaml", "GPU request without the same limit",
      _set(MCTR + ["resources", "requests", "nvidia.com/gpu"], 2), "must equal limits for an extended resource"),
-    ("k8s/ranzcr/pytorchjob-ranzcr.yaml", "GPU job on gloo", _set(MCTR + ["args", -3], "gloo"),
+    ("k8s/ranzcr/pytorchjob-ranzcr.yaml", "GPU job on gloo",
+     lambda d: _set(MCTR + ["args", _get(d, MCTR + ["args"]).index("--backend") + 1], "gloo")(d),
      "expected --backend nccl"),
     ("k8s/trainjob/trainjob-cifar10.yaml", "typo in the trainer", _rename(TRAINER + ["numProcPerNode"], "numProcsPerNode"),
      "spec.trainer.numProcsPerNode: unknown field"),
@@ -428,6 +435,8 @@ MUTATIONS = [
      "spec.backofflimit: unknown field"),
     ("k8s/data/cifar10/prepare-cifar10-job.yaml", "Job pod that restarts Always",
      _set(["spec", "template", "spec", "restartPolicy"], "Always"), "need Never or OnFailure"),
+    ("k8s/tensorboard/tensorboard.yaml", "typo in a Tensorboard", _rename(["spec", "logspath"], "logsPath"),
+     "spec.logsPath: unknown field"),
     ("k8s/storage/pvc.yaml", "typo in a PVC", _rename(["spec", "accessModes"], "accesModes"), "spec.accesModes: unknown field"),
 ]
 
@@ -445,6 +454,7 @@ def self_test(repo, verbose=False):
             print(f"{rel}: {what}: {[e for e in errs if expect in e][:1] or errs}")
         if not any(expect in e for e in errs):
             failures.append(f"{rel}: '{what}' was not caught (wanted an error containing {expect!r}; got {errs})")
+    failures += tensorboard_logs.self_test(raw_objects(os.path.join(repo, "k8s")))
     neg_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "negative")
     typo_files = sorted(os.listdir(neg_dir))
     for f in typo_files:

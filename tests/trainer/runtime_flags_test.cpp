@@ -47,6 +47,7 @@ TEST(RuntimeFlags, DefaultsWithoutFlagsOrEnvironment) {
   EXPECT_EQ(o.data_dir(), "");
   EXPECT_EQ(o.model_dir(), "model");
   EXPECT_EQ(o.metrics_file(), "");
+  EXPECT_EQ(o.tensorboard_dir(), "");
   EXPECT_EQ(o.backend(), "auto");
   EXPECT_EQ(o.device(), "auto");
   EXPECT_EQ(o.threads(), 0);
@@ -71,8 +72,10 @@ TEST(RuntimeFlags, SageMakerChannelsAndModelDirAreDefaultsThatFlagsOverride) {
 
 TEST(RuntimeFlags, EveryFlagIsRead) {
   RuntimeOptions o = parse({"--metrics-file", "m.jsonl", "--backend", "gloo", "--device", "cpu", "--threads", "3",
-                            "--progress", "plain", "--log-interval", "5", "--max-steps", "7", "--timeout", "2.5"});
+                            "--progress", "plain", "--log-interval", "5", "--max-steps", "7", "--timeout", "2.5",
+                            "--tensorboard-dir", "tb"});
   EXPECT_EQ(o.metrics_file(), "m.jsonl");
+  EXPECT_EQ(o.tensorboard_dir(), "tb");
   EXPECT_EQ(o.backend(), "gloo");
   EXPECT_EQ(o.device(), "cpu");
   EXPECT_EQ(o.threads(), 3);

@@ -9,9 +9,12 @@
 #include <cstdio>
 #include <cstring>
 
-#include "ddp/checkpoint/crc32c.h"
+#include "util/crc32c.h"
 
 namespace ddp::detail {
+
+using util::crc32c;
+
 namespace {
 
 constexpr char kMagic[8] = {'D', 'D', 'P', 'C', 'K', 'P', 'T', '1'};

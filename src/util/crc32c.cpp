@@ -1,11 +1,11 @@
-#include "ddp/checkpoint/crc32c.h"
+#include "util/crc32c.h"
 
 #include <array>
 #include <cstring>
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "slice-by-8 loads words little-endian");
 
-namespace ddp::detail {
+namespace ddp::util {
 namespace {
 
 constexpr uint32_t kPoly = 0x82F63B78u;  // reflected Castagnoli polynomial
@@ -49,4 +49,4 @@ uint32_t crc32c(const void* data, size_t size, uint32_t crc) {
   return ~crc;
 }
 
-}  // namespace ddp::detail
+}  // namespace ddp::util
