@@ -150,3 +150,28 @@ TEST(SageMakerTrain, TwoInstancesTrainTogether) {
 }
 
 }  // namespace
+
+#ifdef DDP_TRAIN_RANZCR
+// train_ranzcr shares the mode: it trains from the `train` channel, and the CIFAR workshop's
+// model-type is not one of its flags.
+TEST(SageMakerTrain, RanzcrTrainsFromTheTrainChannelAndRefusesModelType) {
+  const fs::path root = fs::temp_directory_path() / ("ddp-sm-" + std::to_string(::getpid()) + "-ranzcr");
+  fs::remove_all(root);
+  Subprocess make({DDP_MAKE_RANZCR_SYNTHETIC, "--out", (root / "input/data/train").string(), "-n", "40", "--size", "64"});
+  ASSERT_EQ(make.wait(std::chrono::seconds(60)), 0) << make.output();
+  write(root / "input/config/resourceconfig.json", R"({"current_host":"localhost","hosts":["localhost"]})");
+  write(root / "input/config/hyperparameters.json",
+        R"({"epochs":"1","batch-size":"8","image-size":"32","arch":"\"resnet18\"","device":"\"cpu\"",)"
+        R"("backend":"\"gloo\"","max-steps":"2","sagemaker_program":"\"x\""})");
+  const std::map<std::string, std::string> env = {{"SAGEMAKER_BASE_DIR", root.string()}, {"OMP_NUM_THREADS", "1"}};
+  Subprocess ok({DDP_TRAIN_RANZCR, "train"}, env);
+  EXPECT_EQ(finish(ok), 0) << ok.output();
+  EXPECT_TRUE(fs::exists(root / "model/model.pt"));
+  write(root / "input/config/hyperparameters.json", R"({"model-type":"\"custom\""})");
+  Subprocess bad({DDP_TRAIN_RANZCR, "train"}, env);
+  EXPECT_EQ(finish(bad), 2) << bad.output();
+  EXPECT_NE(read(root / "output/failure").find("hyperparameter \"model-type\" is not a flag of train_ranzcr"),
+            std::string::npos);
+  fs::remove_all(root);
+}
+#endif
