@@ -31,6 +31,7 @@ const std::vector<Entry>& trainer_entries() {
       {"(none of the above)", "5. one process, rank 0 of 1"},
       {"SM_CHANNEL_TRAIN, SM_CHANNEL_TRAINING", "--data-dir when the flag is not given"},
       {"SM_MODEL_DIR", "--model-dir when the flag is not given"},
+      {"SAGEMAKER_BASE_DIR", "`<trainer> train` (SageMaker mode): the folder playing /opt/ml"},
       {"OMP_NUM_THREADS", "intra-op threads per rank when --threads is 0"},
       {"CUDA_VISIBLE_DEVICES", "the GPUs this process may use (--device auto: cuda:LOCAL_RANK)"},
       {"GLOO_SOCKET_IFNAME, DDP_SOCKET_IFNAME", "the network interface of the gloo group"},

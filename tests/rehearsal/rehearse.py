@@ -30,6 +30,13 @@ the environment the controller injects (operators.py). Scenarios:
                the path it looked at and how to ask for synthetic data; then the request by name
                (k8s/data/synthetic/ranzcr), then the job played on CPU as ranzcr-cpu (--image-size 64
                --arch resnet18 --epochs 1 --batch-size 8). Must complete with a model and a checkpoint.
+  sagemaker    SageMaker's CreateTrainingJob played by sagemaker.py: the workshop's hyperparameters
+               (json-encoded strings, model-type custom, the SDK's sagemaker_* keys) on 2 instances
+               (algo-1, algo-2, each a pod with its own /opt/ml, started as `<ENTRYPOINT> train`), the
+               training channel from a local "S3" folder. Must complete, pack model.tar.gz, and hold a
+               model.pt byte-identical to the same training (same flags, data, 2 processes) under
+               ddprun. Then the same job with model-type resnet must fail (exit 2) with FailureReason
+               naming it and no model.
   chaos        (not in the default list) seeded rounds of faults — a worker process, a whole ddprun,
                the master pod (the store's host) SIGKILLed, a pod's network cut for longer than the
                configured timeout — in the PyTorchJob and ddprun variants; every round must end with
@@ -75,12 +82,13 @@ import ci  # noqa: E402
 import kustomize_lite  # noqa: E402
 import netpods  # noqa: E402
 import operators  # noqa: E402
+import sagemaker  # noqa: E402
 
 BINARIES = {"train_cifar10": "apps/train_cifar10/train_cifar10", "train_ranzcr": "apps/train_ranzcr/train_ranzcr",
             "ddprun": "apps/ddprun/ddprun",
             "make_cifar10_synthetic": "tools/make_cifar10_synthetic/make_cifar10_synthetic",
             "make_ranzcr_synthetic": "tools/make_ranzcr_synthetic/make_ranzcr_synthetic"}
-ALL = ["dns-race", "kill-worker", "bad-arg", "trainjob", "ddprun", "ranzcr-cpu", "ranzcr-minikf"]
+ALL = ["dns-race", "kill-worker", "bad-arg", "trainjob", "ddprun", "ranzcr-cpu", "ranzcr-minikf", "sagemaker"]
 # The data-prep Job of each dataset, and the kustomization that asks it by name for synthetic data.
 DATA_PREP = {"ddp-prepare-cifar10": "k8s/data/synthetic/cifar10", "ddp-prepare-ranzcr": "k8s/data/synthetic/ranzcr"}
 SETTINGS = "k8s/storage/settings/shared-volume.yaml"  # the one place naming the shared volume
@@ -534,13 +542,76 @@ def play_data_job(sc, overlay):
         expect(r.condition == "Succeeded", f"data-prep Job {j['metadata']['name']} completed")
 
 
+# The workshop's SageMaker job (hybrid pipeline, SageMaker branch), small enough for seconds on CPU.
+# --threads 1 on both sides: the intra-op thread count must match for bit-identical sums.
+SAGEMAKER_HYPERPARAMETERS = {"backend": '"gloo"', "batch-size": "64", "epochs": "1", "lr": "0.01",
+                             "model-type": '"custom"', "threads": "1", "timeout": "120",
+                             "sagemaker_program": '"cifar10-distributed-gpu-final.py"',
+                             "sagemaker_region": '"us-west-2"', "sagemaker_container_log_level": "20"}
+
+
+def sagemaker_request(name, hyperparameters):
+    return {"TrainingJobName": name,
+            "AlgorithmSpecification": {"TrainingImage": "000000000000.dkr.ecr.us-west-2.amazonaws.com/ddp:cpu",
+                                       "TrainingInputMode": "File"},
+            "RoleArn": "arn:aws:iam::000000000000:role/SageMakerRole",
+            "HyperParameters": dict(hyperparameters),
+            "InputDataConfig": [{"ChannelName": "training", "DataSource": {"S3DataSource": {
+                "S3DataType": "S3Prefix", "S3Uri": "s3://ddp-bucket/data/cifar10",
+                "S3DataDistributionType": "FullyReplicated"}}}],
+            "OutputDataConfig": {"S3OutputPath": "s3://ddp-bucket/jobs"},
+            "ResourceConfig": {"InstanceCount": 2, "InstanceType": "ml.p3.2xlarge", "VolumeSizeInGB": 50},
+            "StoppingCondition": {"MaxRuntimeInSeconds": 600}}
+
+
+def scenario_sagemaker(sc, state):
+    data = sagemaker.s3_local(sc.work, "s3://ddp-bucket/data/cifar10")
+    os.makedirs(data, exist_ok=True)
+    subprocess.run([os.path.join(sc.args.bin_dir, "make_cifar10_synthetic"), "--out", data, "--train", "1000",
+                    "--test", "200", "--seed", "5", "--layout", "bin"], check=True, capture_output=True,
+                   env=sc.args.image_env)
+    res = sagemaker.run_training_job(sagemaker_request("cifar10-ddp-sm", SAGEMAKER_HYPERPARAMETERS),
+                                     sc.args.bin_dir, sc.work, sc.cluster, 300, image_env=sc.args.image_env)
+    if res["TrainingJobStatus"] != "Completed":
+        for h, log in res["Local"]["logs"].items():
+            print(f"--- {h}\n" + "\n".join(open(log, errors="replace").read().splitlines()[-15:]))
+    expect(res["TrainingJobStatus"] == "Completed", f"TrainingJob cifar10-ddp-sm completed ({res['FailureReason']})")
+    expect(res["ModelArtifacts"]["S3ModelArtifacts"] == "s3://ddp-bucket/jobs/cifar10-ddp-sm/output/model.tar.gz",
+           "the model artifact is s3://ddp-bucket/jobs/cifar10-ddp-sm/output/model.tar.gz")
+    sm_model = os.path.join(sc.work, "sagemaker-model")
+    expect(sagemaker.extract_model(res, sm_model) == ["model.pt"], "model.tar.gz holds model.pt (from algo-1 only)")
+    logs = {h: open(p, errors="replace").read() for h, p in res["Local"]["logs"].items()}
+    expect("rank 0/2" in logs["algo-1"] and "rank 1/2" in logs["algo-2"], "algo-1 is rank 0 and algo-2 rank 1 of 2")
+    expect("sagemaker_program ignored" in logs["algo-1"], "the SDK's sagemaker_* hyperparameters are ignored")
+    # The same training under ddprun: 2 processes on one node, the same flags and data.
+    ref = os.path.join(sc.work, "ddprun-model")
+    hp = {k: v.strip('"') for k, v in SAGEMAKER_HYPERPARAMETERS.items() if not k.startswith("sagemaker_")}
+    argv = [os.path.join(sc.args.bin_dir, "ddprun"), "--nproc-per-node", "2", "train_cifar10", "--data-dir", data,
+            "--model-dir", ref] + [f"--{k}={v}" for k, v in hp.items()]
+    with open(os.path.join(sc.logs, "ddprun-reference.log"), "wb") as log:
+        r = subprocess.run(argv, env=dict(sc.args.image_env, PATH=sc.args.bin_dir + ":/usr/bin:/bin"), stdout=log,
+                           stderr=subprocess.STDOUT, timeout=300)
+    expect(r.returncode == 0, f"the ddprun reference run succeeded (exit {r.returncode})")
+    a, b = model_digest(sm_model), model_digest(ref)
+    expect(a == b and "model.pt" in a, f"model.pt is byte-identical to the ddprun run's (sha256 {a.get('model.pt', '-')[:16]} "
+                                       f"vs {b.get('model.pt', '-')[:16]})")
+    # A bad hyperparameter: the job fails with the trainer's reason, permanently, with no model.
+    bad = dict(SAGEMAKER_HYPERPARAMETERS, **{"model-type": '"resnet"'})
+    res = sagemaker.run_training_job(sagemaker_request("cifar10-ddp-sm-bad", bad), sc.args.bin_dir, sc.work,
+                                     sc.cluster, 120, image_env=sc.args.image_env)
+    expect(res["TrainingJobStatus"] == "Failed", "the job with model-type resnet failed")
+    expect("--model-type='resnet'" in (res["FailureReason"] or ""), f"FailureReason names it: {res['FailureReason']}")
+    expect(2 in res["Local"]["exit_codes"].values(), f"exit code 2 (permanent): {res['Local']['exit_codes']}")
+    expect(res["ModelArtifacts"] is None, "no model artifact")
+
+
 def scenario_chaos(sc, state):
     chaos.scenario_chaos(sc, state, sc.args.chaos, expect, same_weights, play_data_job)
 
 
 SCENARIOS = {"dns-race": scenario_dns_race, "kill-worker": scenario_kill_worker, "bad-arg": scenario_bad_arg,
              "trainjob": scenario_trainjob, "ddprun": scenario_ddprun, "ranzcr-cpu": scenario_ranzcr_cpu,
-             "ranzcr-minikf": scenario_ranzcr_minikf,
+             "ranzcr-minikf": scenario_ranzcr_minikf, "sagemaker": scenario_sagemaker,
              "chaos": scenario_chaos}
 
 
@@ -587,7 +658,7 @@ def main():
     args.bin_dir, lib_dir, found = make_bin_dir(os.path.abspath(args.build_dir), args.work, args.standin_bin_dir)
     if args.standin_bin_dir:
         print(f"WARNING: stand-in binaries from {args.standin_bin_dir}: harness development, not a rehearsal")
-    needed = {"train_cifar10", "make_cifar10_synthetic"} | ({"ddprun"} if {"trainjob", "ddprun", "chaos"} & set(names) else set())
+    needed = {"train_cifar10", "make_cifar10_synthetic"} | ({"ddprun"} if {"trainjob", "ddprun", "chaos", "sagemaker"} & set(names) else set())
     if {"ranzcr-cpu", "ranzcr-minikf"} & set(names):
         needed |= {"train_ranzcr", "make_ranzcr_synthetic"}
     missing = sorted(needed - set(found))
