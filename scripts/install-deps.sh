@@ -22,6 +22,7 @@ TEST_PACKAGES=(
   iproute2 procps
   debootstrap
   clang libclang-rt-14-dev  # libFuzzer + sanitizers (scripts/fuzz.sh)
+  protobuf-compiler python3-protobuf  # tests/pipeline: the Kubeflow pipeline spec's messages
 )
 PACKAGES=("${DEMO_PACKAGES[@]}")
 [[ ${1:-} == --demo ]] || PACKAGES+=("${TEST_PACKAGES[@]}")
