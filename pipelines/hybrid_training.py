@@ -68,7 +68,8 @@ PARAMETERS = [
 def replica_spec(replica_type):
     """The Master or Worker replica spec of k8s/base/pytorchjob-cifar10.yaml with the pipeline's
     parameters in place of the image and of the training flags they set."""
-    job = yaml.safe_load(open(BASE_MANIFEST, encoding="utf-8"))
+    with open(BASE_MANIFEST, encoding="utf-8") as f:
+        job = yaml.safe_load(f)
     spec = copy.deepcopy(job["spec"]["pytorchReplicaSpecs"][replica_type])
     flags = {"--epochs": P("epochs"), "--batch-size": P("batch_size"), "--lr": P("lr"), "--backend": P("backend")}
     pod = spec["template"]["spec"]
