@@ -4,6 +4,7 @@
 
 #include "options.h"
 #include "train.h"
+#include "trainer/sagemaker_mode.h"
 
 int main(int argc, char** argv) {
   try {
@@ -11,6 +12,7 @@ int main(int argc, char** argv) {
     if (!options) return 0;  // --help or --version
     return train_cifar10::train(*options);
   } catch (const std::exception& e) {
+    ddp::trainer::record_sagemaker_failure(e);  // `train_cifar10 train`: /opt/ml/output/failure
     return ddp::report_and_exit_code(e);
   }
 }

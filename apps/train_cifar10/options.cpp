@@ -5,6 +5,7 @@
 #include <cxxopts.hpp>
 
 #include "trainer/runtime_flags.h"
+#include "trainer/sagemaker_mode.h"
 #include "util/choices.h"
 #include "util/cli.h"
 #include "util/numbers.h"
@@ -31,10 +32,13 @@ std::optional<Options> parse_options(int argc, char** argv) {
       ("lr", "SGD learning rate", cxxopts::value<std::string>()->default_value("0.01"))
       ("momentum", "SGD momentum", cxxopts::value<std::string>()->default_value("0.5"))
       ("seed", "random seed (model init, shuffling, augmentation)", cxxopts::value<std::string>()->default_value("1"))
-      ("model", "net (the seed's CNN) or resnet18 (CIFAR stem)", cxxopts::value<std::string>()->default_value("net"));
+      ("model", "net (the seed's CNN) or resnet18 (CIFAR stem)", cxxopts::value<std::string>()->default_value("net"))
+      ("model-type", "the AWS workshop's name for the model: custom (= --model net)", cxxopts::value<std::string>());
   ddp::CheckpointFlags::add_to(cli);
 
-  auto parsed = ddp::util::parse_command_line(cli, argc, argv,
+  // `train_cifar10 train`: SageMaker's files become the command line (trainer/sagemaker_mode.h).
+  const ddp::trainer::TrainerArgs cmd = ddp::trainer::sagemaker_or_command_line(cli, argc, argv);
+  auto parsed = ddp::util::parse_command_line(cli, cmd.argc(), cmd.argv(),
                                               ddp::trainer::trainer_rules({"Data", "Training", "Runtime", "Checkpoints"}));
   if (!parsed) return std::nullopt;
   const cxxopts::ParseResult& args = *parsed;
@@ -55,6 +59,12 @@ std::optional<Options> parse_options(int argc, char** argv) {
   o.augment = args.count("no-augment") == 0;
   o.model = value("model");
   ddp::util::require_choice("--model", o.model, {"net", "resnet18"});
+  if (args.count("model-type")) {
+    ddp::util::require_choice("--model-type", value("model-type"), {"custom"});
+    if (args.count("model") && o.model != "net")
+      throw ddp::ConfigError("--model-type custom is --model net, but --model is '" + o.model + "'");
+    o.model = "net";
+  }
   o.checkpoint = ddp::CheckpointFlags::from(args);
   return o;
 }

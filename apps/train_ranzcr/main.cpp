@@ -9,6 +9,7 @@
 
 #include <ddp/errors.h>
 
+#include "trainer/sagemaker_mode.h"
 #include "trainer/session.h"
 
 int main(int argc, char** argv) {
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
             std::to_string(options->workers) + " loader threads" + (amp ? ", bf16 autocast" : ""));
     return options->predict ? train_ranzcr::predict(*options, session, amp) : train_ranzcr::train(*options, session, amp);
   } catch (const std::exception& e) {
+    ddp::trainer::record_sagemaker_failure(e);  // `train_ranzcr train`: /opt/ml/output/failure
     return ddp::report_and_exit_code(e);
   }
 }

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "trainer/runtime_flags.h"
+#include "trainer/sagemaker_mode.h"
 #include "util/choices.h"
 #include "util/cli.h"
 #include "util/numbers.h"
@@ -61,8 +62,10 @@ std::optional<Options> parse_options(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value(""));
   ddp::CheckpointFlags::add_to(cli);
 
+  // `train_ranzcr train`: SageMaker's files become the command line (trainer/sagemaker_mode.h).
+  const ddp::trainer::TrainerArgs cmd = ddp::trainer::sagemaker_or_command_line(cli, argc, argv);
   auto parsed = ddp::util::parse_command_line(
-      cli, argc, argv, ddp::trainer::trainer_rules({"Data", "Model", "Training", "Runtime", "Prediction", "Checkpoints"}));
+      cli, cmd.argc(), cmd.argv(), ddp::trainer::trainer_rules({"Data", "Model", "Training", "Runtime", "Prediction", "Checkpoints"}));
   if (!parsed) return std::nullopt;
   const cxxopts::ParseResult& r = *parsed;
   auto value = [&](const std::string& flag) { return r[flag].as<std::string>(); };

@@ -7,6 +7,7 @@
 
 #include "ddp/core/restart_count.h"
 #include "util/env.h"
+#include "util/json.h"
 #include "util/numbers.h"
 
 namespace ddp {
@@ -120,60 +121,18 @@ WorldInfo from_pytorchjob(const EnvMap& env) {
 }
 
 // --- 4. SageMaker -----------------------------------------------------------------------------------
-// SM_HOSTS is a JSON list of strings, e.g. ["algo-1","algo-2"]. A tiny strict parser: no dependency.
+// SM_HOSTS is a JSON list of host names, e.g. ["algo-1","algo-2"] (util/json.h reads it).
 std::vector<std::string> parse_host_list(const std::string& text) {
   const std::string quoted = "SM_HOSTS='" + util::printable(text) + "'";
-  size_t i = 0;
-  auto skip = [&] {
-    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-  };
-  auto fail = [&](const std::string& why) -> ConfigError {
-    return ConfigError(quoted + " is not a JSON list of host names: " + why + " at offset " + std::to_string(i));
-  };
+  const util::JsonValue list = util::parse_json(text, quoted);
+  if (!list.is(util::JsonValue::Kind::kArray))
+    throw ConfigError(quoted + " is " + util::JsonValue::kind_name(list.kind()) + ", not a JSON list of host names");
   std::vector<std::string> hosts;
-  skip();
-  if (i >= text.size() || text[i] != '[') throw fail("expected '['");
-  ++i;
-  skip();
-  if (i < text.size() && text[i] == ']') {
-    ++i;
-  } else {
-    while (true) {
-      skip();
-      if (i >= text.size() || text[i] != '"') throw fail("expected a string");
-      ++i;
-      std::string host;
-      while (true) {
-        if (i >= text.size()) throw fail("unterminated string");
-        char c = text[i++];
-        if (c == '"') break;
-        if (c == '\\') {
-          if (i >= text.size()) throw fail("unterminated escape");
-          char e = text[i++];
-          if (e == '"' || e == '\\' || e == '/') host += e;
-          else throw fail(std::string("unsupported escape \\") + e);
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-          throw fail("control character in string");
-        } else {
-          host += c;
-        }
-      }
-      if (host.empty()) throw fail("empty host name");
-      hosts.push_back(host);
-      skip();
-      if (i < text.size() && text[i] == ',') {
-        ++i;
-        continue;
-      }
-      if (i < text.size() && text[i] == ']') {
-        ++i;
-        break;
-      }
-      throw fail("expected ',' or ']'");
-    }
+  for (const util::JsonValue& item : list.array_items()) {
+    const std::string& host = item.string_value(quoted + ": host " + std::to_string(hosts.size()));
+    if (host.empty()) throw ConfigError(quoted + ": host " + std::to_string(hosts.size()) + " is an empty name");
+    hosts.push_back(host);
   }
-  skip();
-  if (i != text.size()) throw fail("trailing characters");
   if (hosts.empty()) throw ConfigError(quoted + " is an empty list");
   return hosts;
 }
