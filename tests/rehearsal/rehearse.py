@@ -546,8 +546,8 @@ def scenario_pipeline(sc, state):
         for h, log in result["Local"]["logs"].items():
             lines = open(log, errors="replace").read().splitlines() if os.path.exists(log) else []
             print(f"--- {h} (last 15 lines)\n" + "\n".join(lines[-15:]))
-    expect(result["TrainingJobStatus"] == "Completed",
-           f"SageMaker job {request['TrainingJobName']} completed ({result['FailureReason']})")
+    reason = f" ({result['FailureReason']})" if result["FailureReason"] else ""
+    expect(result["TrainingJobStatus"] == "Completed", f"SageMaker job {request['TrainingJobName']} completed{reason}")
     expect(result["ModelArtifacts"]["S3ModelArtifacts"] == "s3://ddp-rehearsal/jobs/ddp-pipeline/output/model.tar.gz",
            f"model at {result['ModelArtifacts']['S3ModelArtifacts']}")
     files = sagemaker.extract_model(result, os.path.join(sc.work, "sagemaker-model"))
