@@ -23,6 +23,7 @@ TEST_PACKAGES=(
   debootstrap
   protobuf-compiler python3-protobuf  # event files parsed with the real messages (tests/tensorboard)
   clang libclang-rt-14-dev  # libFuzzer + sanitizers (scripts/fuzz.sh)
+  protobuf-compiler python3-protobuf  # tests/pipeline: the Kubeflow pipeline spec's messages
 )
 PACKAGES=("${DEMO_PACKAGES[@]}")
 [[ ${1:-} == --demo ]] || PACKAGES+=("${TEST_PACKAGES[@]}")

@@ -37,6 +37,13 @@ the environment the controller injects (operators.py). Scenarios:
                model.pt byte-identical to the same training (same flags, data, 2 processes) under
                ddprun. Then the same job with model-type resnet must fail (exit 2) with FailureReason
                naming it and no model.
+  pipeline     (not in the default list) the hybrid Kubeflow pipeline, pipelines/hybrid-training.yaml,
+               run by pipeline_runner.py for each training_runtime (epochs 1): "kubernetes" -> only
+               the PyTorchJob launcher runs, and the PyTorchJob it creates (validated against the
+               CRD) is played after the data-prep Job to Succeeded with a model; "sagemaker" -> only
+               the SageMaker component runs, and its CreateTrainingJob request (2 x ml.p3.2xlarge,
+               string hyperparameters) is played by sagemaker.py on a synthetic CIFAR-10 in the
+               local S3 to Completed with model.tar.gz; "local" -> neither branch runs.
   chaos        (not in the default list) seeded rounds of faults — a worker process, a whole ddprun,
                the master pod (the store's host) SIGKILLed, a pod's network cut for longer than the
                configured timeout — in the PyTorchJob and ddprun variants; every round must end with
@@ -79,9 +86,11 @@ sys.path.insert(0, os.path.join(REPO, "tests", "support"))
 import chaos  # noqa: E402
 import chroot_build  # noqa: E402  (the Dockerfile parser: the image's ENV)
 import ci  # noqa: E402
+import k8s_schema  # noqa: E402
 import kustomize_lite  # noqa: E402
 import netpods  # noqa: E402
 import operators  # noqa: E402
+import pipeline_runner  # noqa: E402
 import sagemaker  # noqa: E402
 
 BINARIES = {"train_cifar10": "apps/train_cifar10/train_cifar10", "train_ranzcr": "apps/train_ranzcr/train_ranzcr",
@@ -609,10 +618,86 @@ def scenario_chaos(sc, state):
     chaos.scenario_chaos(sc, state, sc.args.chaos, expect, same_weights, play_data_job)
 
 
+PIPELINE_RUN = {"epochs": 1, "job_name": "ddp-pipeline", "bucket": "ddp-rehearsal",
+                "role": "arn:aws:iam::000000000000:role/ddp-rehearsal"}
+
+
+def pipeline_plan(sc, runtime):
+    spec = pipeline_runner.load(os.path.join(sc.args.repo, "pipelines", "hybrid-training.yaml"))
+    values = pipeline_runner.root_inputs(spec, dict(PIPELINE_RUN, training_runtime=runtime))
+    log = []
+    runs = pipeline_runner.plan(spec, values, out_dir=os.path.join(sc.work, "outputs"), log=log)
+    for line in log:
+        print(f"  {line}")
+    return values, runs
+
+
+def scenario_pipeline(sc, state):
+    """The hybrid pipeline's two branches, as pipeline_runner.py resolves them, played to a model."""
+    _, runs = pipeline_plan(sc, "local")
+    expect(runs == [], "training_runtime=local: neither branch runs")
+
+    values, runs = pipeline_plan(sc, "kubernetes")
+    expect([r.component_name for r in runs] == ["comp-pytorch-operator-training-job"],
+           "training_runtime=kubernetes: only the PyTorchJob launcher runs")
+    job, settings = pipeline_runner.launcher_pytorchjob(runs[0])
+    print(f"  note: the launcher's spec-level fields the v1.9 CRD prunes: {settings['pruned']}")
+    expect(settings["delete_after_done"] is False, "the launcher keeps the PyTorchJob (--deleteAfterDone false)")
+    errors = k8s_schema.validate(job)
+    expect(not errors, f"the PyTorchJob the launcher creates is valid for the v1.9.4 CRD {errors[:3]}")
+    replicas = job["spec"]["pytorchReplicaSpecs"]
+    expect(replicas["Master"]["replicas"] == 1 and replicas["Worker"]["replicas"] == 2
+           and all(r["restartPolicy"] == "ExitCode" for r in replicas.values()),
+           "Master 1 + Worker 2, restartPolicy ExitCode")
+    images = {c["image"] for r in replicas.values() for c in r["template"]["spec"]["containers"]}
+    expect(images == {values["image"]}, f"every container runs the pipeline's image {values['image']!r} "
+                                        f"(played by the build's binaries)")
+    play_data_job(sc, "k8s/overlays/cpu")   # synthetic data asked for by name, then the data-prep Job
+    res = operators.play_pytorchjob(job, sc.factory, 600)
+    name = job["metadata"]["name"]
+    if res.condition != "Succeeded":
+        print(sc.tail(name))
+    expect(res.condition == "Succeeded", f"PyTorchJob {name} succeeded ({res.reason})")
+    digest = model_digest(os.path.join(sc.pvc, "models", name))
+    expect(bool(digest), f"the master wrote the model: {sorted(digest)}")
+    done = last_done_line(sc.log_text(f"{name}-master-0"))
+    print(f"  note: rank 0's last line: {done[0] if done else '?'} steps, {done[1] if done else '?'} images")
+
+    values, runs = pipeline_plan(sc, "sagemaker")
+    expect([r.component_name for r in runs] == ["comp-sagemaker-training-job"],
+           "training_runtime=sagemaker: only the SageMaker training component runs")
+    request = pipeline_runner.sagemaker_request(runs[0])
+    rc = request["ResourceConfig"]
+    expect(rc["InstanceCount"] == 2 and rc["InstanceType"] == "ml.p3.2xlarge", "2 x ml.p3.2xlarge")
+    hp = request["HyperParameters"]
+    expect(hp == {"backend": "gloo", "batch-size": "64", "epochs": "1", "lr": "0.01", "model-type": "custom"},
+           f"the workshop's hyperparameters, all strings: {hp}")
+    expect(request["OutputDataConfig"]["S3OutputPath"] == "s3://ddp-rehearsal/jobs", "artifacts to s3://<bucket>/jobs")
+    expect(request["AlgorithmSpecification"]["TrainingImage"] == values["image"],
+           f"the training image is the pipeline's image {values['image']!r} (played by the build's binaries)")
+    data = sagemaker.s3_local(sc.work, request["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"])
+    os.makedirs(data, exist_ok=True)
+    env = dict(os.environ, LD_LIBRARY_PATH=sc.args.image_env.get("LD_LIBRARY_PATH", ""))
+    subprocess.run([os.path.join(sc.args.bin_dir, "make_cifar10_synthetic"), "--out", data, "--train", "10000",
+                    "--test", "2000", "--layout", "both", "--seed", "0"], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    result = sagemaker.run_training_job(request, sc.args.bin_dir, sc.work, sc.cluster, 600, image_env=sc.args.image_env)
+    if result["TrainingJobStatus"] != "Completed":
+        for h, log in result["Local"]["logs"].items():
+            lines = open(log, errors="replace").read().splitlines() if os.path.exists(log) else []
+            print(f"--- {h} (last 15 lines)\n" + "\n".join(lines[-15:]))
+    reason = f" ({result['FailureReason']})" if result["FailureReason"] else ""
+    expect(result["TrainingJobStatus"] == "Completed", f"SageMaker job {request['TrainingJobName']} completed{reason}")
+    expect(result["ModelArtifacts"]["S3ModelArtifacts"] == "s3://ddp-rehearsal/jobs/ddp-pipeline/output/model.tar.gz",
+           f"model at {result['ModelArtifacts']['S3ModelArtifacts']}")
+    files = sagemaker.extract_model(result, os.path.join(sc.work, "sagemaker-model"))
+    expect("model.pt" in files, f"model.tar.gz holds model.pt: {files}")
+
+
 SCENARIOS = {"dns-race": scenario_dns_race, "kill-worker": scenario_kill_worker, "bad-arg": scenario_bad_arg,
              "trainjob": scenario_trainjob, "ddprun": scenario_ddprun, "ranzcr-cpu": scenario_ranzcr_cpu,
              "ranzcr-minikf": scenario_ranzcr_minikf, "sagemaker": scenario_sagemaker,
-             "chaos": scenario_chaos}
+             "chaos": scenario_chaos, "pipeline": scenario_pipeline}
 
 
 # ---- main ---------------------------------------------------------------------------------------
