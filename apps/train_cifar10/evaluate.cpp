@@ -84,8 +84,8 @@ ddp::trainer::EvalPoint eval_point(const EvalCounts& c, int64_t epoch, int64_t g
                 c.mean_loss(), static_cast<long long>(c.correct), static_cast<long long>(c.total), 100.0 * c.accuracy(),
                 epoch_seconds, train_images_per_sec);
   p.log_lines.push_back(line);
-  p.katib = {{"loss", c.mean_loss()}, {"accuracy", c.accuracy()}};
-  p.fields.number("loss", c.mean_loss())
+  p.katib = {{"eval_loss", c.mean_loss()}, {"accuracy", c.accuracy()}, {"images_per_sec", train_images_per_sec, "%.1f"}};
+  p.fields.number("eval_loss", c.mean_loss())
       .number("accuracy", c.accuracy())
       .integer("correct", c.correct)
       .integer("total", c.total)

@@ -44,8 +44,9 @@ EvalCounts evaluate_split(const std::function<at::Tensor(const at::Tensor&)>& fo
                           const std::vector<int64_t>& indices, ddp::ProcessGroup& pg, const c10::Device& device,
                           int64_t chunk);
 
-/// The evaluation point of an epoch: the "Test set: ..." line, "epoch=N loss=... accuracy=..." for
-/// Katib, and the eval record's fields (loss, accuracy, correct, total, per_class_accuracy,
+/// The evaluation point of an epoch: the "Test set: ..." line, "epoch=N eval_loss=... accuracy=...
+/// images_per_sec=..." for the metric line (docs/KUBEFLOW.md's vocabulary), and the eval record's
+/// fields (eval_loss, accuracy, correct, total, per_class_accuracy,
 /// images_per_sec: the epoch's training throughput, epoch_seconds: training + evaluation).
 ddp::trainer::EvalPoint eval_point(const EvalCounts& c, int64_t epoch, int64_t global_step, double train_images_per_sec,
                                    double epoch_seconds);

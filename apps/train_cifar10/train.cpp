@@ -64,6 +64,7 @@ class Trainer {
                       .enabled(pg_->rank() == 0)
                       .metrics_file(o.runtime.metrics_file())
                       .tensorboard_dir(o.runtime.tensorboard_dir())
+                      .katib_metrics_file(o.runtime.katib_metrics_file())
                       .progress(o.runtime.progress())),
         checkpointer_(o.checkpoint.options(), pg_) {}
 
@@ -163,7 +164,7 @@ class Trainer {
                           .number("total_seconds", total_seconds)
                           .number("images_per_sec", trained_images_ / std::max(1e-9, total_seconds))
                           .number("accuracy", last_.accuracy())
-                          .number("loss", last_.mean_loss()));
+                          .number("eval_loss", last_.mean_loss()));
     if (pg_->rank() == 0) {
       DDP_LOG(INFO) << "done: " << progress_.global_step << " steps, " << trained_images_ << " images in " << total_seconds
                     << " s (" << static_cast<int64_t>(trained_images_ / std::max(1e-9, total_seconds))

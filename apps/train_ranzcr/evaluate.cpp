@@ -107,12 +107,13 @@ ddp::trainer::EvalPoint eval_point(const EpochMetrics& m) {
   ddp::trainer::EvalPoint p;
   p.epoch = m.epoch;
   p.global_step = m.global_step;
-  p.katib.push_back({"loss", m.loss});
-  if (m.val_loss) p.katib.push_back({"val_loss", *m.val_loss});
+  p.katib.push_back({"train_loss", m.loss});
+  if (m.val_loss) p.katib.push_back({"eval_loss", *m.val_loss});
   if (m.auc) p.katib.push_back({"auc", *m.auc});
   p.katib.push_back({"lr", m.lr, "%.6g"});
+  p.katib.push_back({"images_per_sec", m.images_per_sec, "%.1f"});
   p.fields.number("train_loss", m.loss)
-      .number("loss", m.val_loss)
+      .number("eval_loss", m.val_loss)
       .number("auc", m.auc)
       .numbers("column_auc", m.column_auc)
       .strings("single_class_columns", m.single_class_columns)

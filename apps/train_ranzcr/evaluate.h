@@ -58,8 +58,9 @@ struct EpochMetrics {
 /// val_loss, auc, column_auc, single_class_columns and val_images of the valid rows of `p`.
 void fill_validation_metrics(const Predictions& p, EpochMetrics* m);
 
-/// The evaluation point: "epoch=3 loss=<train> val_loss=... auc=... lr=..." for Katib (val_loss and
-/// auc when known) and the eval record (train_loss, loss: validation or null, auc, column_auc,
+/// The evaluation point: "epoch=3 train_loss=... eval_loss=... auc=... lr=... images_per_sec=..." for
+/// the metric line (eval_loss and auc when known; docs/KUBEFLOW.md's vocabulary) and the eval record
+/// (train_loss, eval_loss: validation or null, auc, column_auc,
 /// single_class_columns, val_images, lr, images_per_sec, epoch_seconds, data_wait_s, bad_images).
 ddp::trainer::EvalPoint eval_point(const EpochMetrics& m);
 

@@ -266,7 +266,8 @@ class Trainer {
                             .integer("epochs", progress_.epoch)
                             .integer("steps", progress_.global_step)
                             .number("auc", last.auc)
-                            .number("loss", last.loss)
+                            .number("train_loss", last.loss)
+                            .number("eval_loss", last.val_loss)
                             .string("model", path));
     }
     pg_.barrier()->wait();
@@ -289,6 +290,7 @@ class Trainer {
                                        .progress(o_.runtime.progress())
                                        .metrics_file(o_.runtime.metrics_file())
                                        .tensorboard_dir(o_.runtime.tensorboard_dir())
+                                       .katib_metrics_file(o_.runtime.katib_metrics_file())
                                        .count(ddp::trainer::ProgressCount::kSteps)
                                        .rate_decimals(1)};
   ddp::StopVote stop_{pg_};

@@ -1,6 +1,7 @@
 #pragma once
-// The --metrics-file both trainers write: JSON lines, one object per record, flushed as written so
-// a killed run keeps what it logged. Plus the two JSON helpers the records need.
+// The --metrics-file both trainers write (and --katib-metrics-file): JSON lines, one object per
+// record, flushed as written so a killed run keeps what it logged. Plus the two JSON helpers the
+// records need.
 #include <cstdio>
 #include <string>
 
@@ -10,8 +11,8 @@ class MetricsFile {
  public:
   /// Opens `path` for appending, creating its folder (it usually sits beside the model on a fresh
   /// volume). An empty path is a disabled file: append() does nothing. ConfigError when it cannot
-  /// be opened, naming the flag, the path and the reason.
-  explicit MetricsFile(std::string path);
+  /// be opened, naming `flag`, the path and the reason.
+  explicit MetricsFile(std::string path, std::string flag = "--metrics-file");
   ~MetricsFile();
   MetricsFile(const MetricsFile&) = delete;
   MetricsFile& operator=(const MetricsFile&) = delete;
@@ -22,6 +23,7 @@ class MetricsFile {
 
  private:
   std::string path_;
+  std::string flag_;
   FILE* file_ = nullptr;
 };
 

@@ -3,9 +3,11 @@
 #include <ddp/checkpoint.h>
 #include <ddp/logging.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "trainer/tensorboard_writer.h"
+#include "util/rfc3339.h"
 
 namespace ddp::trainer {
 
@@ -28,7 +30,8 @@ Reporter::Reporter(const ReporterOptions& options)
       count_(options.count()),
       rate_decimals_(options.rate_decimals()),
       progress_(enabled_ ? options.progress() : "plain"),
-      metrics_(enabled_ ? options.metrics_file() : "") {
+      metrics_(enabled_ ? options.metrics_file() : ""),
+      katib_(enabled_ ? options.katib_metrics_file() : "", "--katib-metrics-file") {
   if (enabled_ && !options.tensorboard_dir().empty())
     tensorboard_ = std::make_unique<tensorboard::EventFileWriter>(options.tensorboard_dir());
 }
@@ -61,7 +64,7 @@ void Reporter::train_interval(const TrainPoint& p) {
   }
   if (metrics_.enabled()) {
     JsonRecord r;
-    r.string("type", "train").integer("step", p.global_step).integer("epoch", p.epoch).number("loss", p.loss);
+    r.string("type", "train").integer("step", p.global_step).integer("epoch", p.epoch).number("train_loss", p.loss);
     metrics_.append(r.number("images_per_sec", p.images_per_sec).str());
   }
   if (tensorboard_) {
@@ -75,14 +78,27 @@ void Reporter::evaluation(const EvalPoint& p) {
   if (!enabled_) return;
   progress_.end_line();
   for (const auto& line : p.log_lines) DDP_LOG(INFO) << line;
-  std::string katib = "epoch=" + std::to_string(p.epoch);
+  // One timestamp for the line and the Katib record: they are the same observation.
+  const std::string now = util::rfc3339_now();
+  std::string line = now + " epoch=" + std::to_string(p.epoch);
+  JsonRecord katib;
+  katib.string("timestamp", now).string("epoch", std::to_string(p.epoch));
   for (const auto& m : p.katib) {
+    if (!std::isfinite(m.value)) {
+      // Katib's filter would read "nan" as an empty value, which its early-stopping reader
+      // cannot parse: leave the metric out, say so.
+      DDP_LOG(WARN) << m.name << " is " << m.value << " at epoch " << p.epoch
+                    << ": left off the metric line (Katib reads only numbers)";
+      continue;
+    }
     char value[64];
     std::snprintf(value, sizeof value, m.format, m.value);
-    katib += " " + m.name + "=" + value;
+    line += " " + m.name + "=" + value;
+    katib.string(m.name, value);
   }
-  std::printf("%s\n", katib.c_str());
+  std::printf("%s\n", line.c_str());
   std::fflush(stdout);
+  katib_.append(katib.str());
   if (metrics_.enabled()) {
     JsonRecord r;
     r.string("type", "eval").integer("step", p.global_step).integer("epoch", p.epoch).append(p.fields);

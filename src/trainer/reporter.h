@@ -3,17 +3,22 @@
 //   - progress: a bar redrawn on a terminal (stderr), or plain logged lines
 //       Train Epoch: 1 [640/25000 (3%)] Loss: 2.301000 (4100 images/s)
 //     at every train interval point;
-//   - after every evaluation, a Katib-style metric line on stdout ("epoch=3 loss=0.512 accuracy=0.873":
-//     Katib's StdOut collector reads name=value pairs), after the task's own log lines;
+//   - after every evaluation, the metric line on stdout, after the task's own log lines:
+//       2026-12-01T23:16:11.123Z epoch=3 eval_loss=0.512000 accuracy=0.873000 images_per_sec=4100.0
+//     an RFC 3339 timestamp first (Katib's StdOut collector takes a line's time from its first word),
+//     then name=value pairs (Katib's default filter); the names are docs/KUBEFLOW.md's vocabulary;
 //   - --metrics-file: JSON lines {"type":"train",...} per interval point, {"type":"eval",...} per
-//     evaluation, {"type":"summary",...} at the end.
+//     evaluation, {"type":"summary",...} at the end;
+//   - --katib-metrics-file: per evaluation, the metric line as the JSON object Katib's File collector
+//     (format JSON) reads: {"timestamp":"<RFC 3339>","epoch":"3","eval_loss":"0.512000",...}, values
+//     as strings. A non-finite value is left off both (Katib reads only numbers) and logged (WARN);
 //   - --tensorboard-dir: TensorBoard scalars (tensorboard_writer.h) from the same points: per train
 //     point train/loss, train/lr, train/images_per_sec; per evaluation epoch/<name> for each Katib
 //     metric of the line, so both read the same names. Steps are global steps.
 // Points carry the numbers, the task decides which metrics an evaluation has. Other ranks construct
 // a disabled Reporter; every call is then a no-op.
 //
-//   Reporter reporter(ReporterOptions().enabled(rank0).progress("auto").metrics_file(path));
+//   Reporter reporter(ReporterOptions().enabled(rank0).progress("auto").metrics_file(path).katib_metrics_file(k));
 //   reporter.start(progress.global_step);  // after resuming (0: fresh); before the first point
 //   reporter.train_interval(point);       // every --log-interval steps and at the epoch's last step
 //   reporter.evaluation(eval_point);      // every epoch end
@@ -49,6 +54,8 @@ struct ReporterOptions {
   TORCH_ARG(std::string, progress) = "auto";
   /// JSON lines file; empty: none.
   TORCH_ARG(std::string, metrics_file);
+  /// Katib's JSON lines (File collector, format JSON); empty: none.
+  TORCH_ARG(std::string, katib_metrics_file);
   TORCH_ARG(ProgressCount, count) = ProgressCount::kSamples;
   /// Decimals of images/s in progress lines (0 for thousands a second, 1 for large slow images).
   TORCH_ARG(int, rate_decimals) = 0;
@@ -65,7 +72,7 @@ struct TrainPoint {
   int64_t steps_in_epoch = 0;
   int64_t samples_in_epoch = 0;   ///< this rank's samples done in this epoch
   int64_t samples_per_epoch = 0;  ///< this rank's samples per epoch
-  double loss = 0;                ///< mean training loss over the interval (rank 0's batches)
+  double loss = 0;                ///< mean training loss over the interval (rank 0's batches): train_loss
   double images_per_sec = 0;      ///< all ranks together, over the interval
   double lr = 0;                  ///< learning rate of the interval's last step (the task sets it)
 };
@@ -75,7 +82,8 @@ struct TrainPoint {
 TrainPoint train_point(const ddp::TrainingProgress& progress, int64_t epochs, int64_t steps_in_epoch,
                        int64_t samples_per_epoch);
 
-/// One value of the Katib metric line: " name=<value formatted with `format`>".
+/// One value of the metric line: " name=<value formatted with `format`>" (a name of the vocabulary in
+/// docs/KUBEFLOW.md), and the same text as a string in the Katib file.
 struct KatibMetric {
   std::string name;
   double value = 0;
@@ -87,7 +95,7 @@ struct EvalPoint {
   int64_t epoch = 0;  ///< 1-based, as printed
   int64_t global_step = 0;
   std::vector<std::string> log_lines;  ///< logged (INFO) before the metric line, e.g. "Test set: ..."
-  std::vector<KatibMetric> katib;      ///< after "epoch=N" on the metric line, in this order
+  std::vector<KatibMetric> katib;      ///< after "<timestamp> epoch=N" on the metric line, in this order
   JsonRecord fields;                   ///< the eval record's fields after type, step and epoch
 };
 
@@ -111,6 +119,7 @@ class Reporter {
   ProgressLine progress_;
   MetricsFile metrics_;
   std::unique_ptr<tensorboard::EventFileWriter> tensorboard_;
+  MetricsFile katib_;
 };
 
 }  // namespace ddp::trainer

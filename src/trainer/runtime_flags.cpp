@@ -35,6 +35,9 @@ void add_runtime_flags(cxxopts::Options& cli, const std::string& data_dir_holds)
        cxxopts::value<std::string>()->default_value("0"))
       ("metrics-file", "rank 0 appends JSON lines (train intervals, evaluations, a summary) here",
        cxxopts::value<std::string>()->default_value(""))
+      ("katib-metrics-file", "rank 0 appends each evaluation's metrics here as the JSON lines Katib's File "
+                             "collector reads (format JSON: string values, a timestamp)",
+       cxxopts::value<std::string>()->default_value(""))
       ("tensorboard-dir", "rank 0 writes TensorBoard event files (losses, accuracy or AUC, learning rate, "
                           "images/s) here, continuing across resumes",
        cxxopts::value<std::string>()->default_value(""));
@@ -56,6 +59,10 @@ RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args, const std::m
   }
   o.metrics_file(args["metrics-file"].as<std::string>());
   o.tensorboard_dir(args["tensorboard-dir"].as<std::string>());
+  o.katib_metrics_file(args["katib-metrics-file"].as<std::string>());
+  if (!o.katib_metrics_file().empty() && o.katib_metrics_file() == o.metrics_file())
+    throw ddp::ConfigError("--katib-metrics-file and --metrics-file are both '" + o.metrics_file() +
+                           "': Katib's file holds string values, the metrics file numbers; give two files");
   o.backend(args["backend"].as<std::string>());
   util::require_choice("--backend", o.backend(), {"auto", "gloo", "nccl"});
   o.device(args["device"].as<std::string>());

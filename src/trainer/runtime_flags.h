@@ -6,6 +6,8 @@
 //                   here: whether it is required is the task's call
 //   --model-dir     default $SM_MODEL_DIR, else ./model; rank 0 writes model.pt there
 //   --metrics-file  JSON lines on rank 0 (empty: none)
+//   --katib-metrics-file  each evaluation's metrics as Katib's File collector reads them (JSON lines,
+//                   string values, "timestamp"); rank 0 (empty: none)
 //   --tensorboard-dir  TensorBoard event files from rank 0 (empty: none; tensorboard_writer.h)
 //   --backend auto|gloo|nccl   --device auto|cpu|cuda (session.h says what auto does)
 //   --threads N (0: thread_budget.h)   --progress auto|bar|plain
@@ -39,6 +41,7 @@ struct RuntimeOptions {
   TORCH_ARG(std::string, data_dir);
   TORCH_ARG(std::string, model_dir) = "model";
   TORCH_ARG(std::string, metrics_file);
+  TORCH_ARG(std::string, katib_metrics_file);
   TORCH_ARG(std::string, tensorboard_dir);
   TORCH_ARG(std::string, backend) = "auto";
   TORCH_ARG(std::string, device) = "auto";

@@ -110,8 +110,8 @@ TEST(TrainCifar10, TwoRanksReach90PercentInTwoEpochsAndPythonLoadsTheModel) {
   EXPECT_EQ(json_field(evals[1], "epoch"), 2);
   EXPECT_GE(lines_with(metrics, "\"type\":\"train\"").size(), 4u);
   EXPECT_EQ(lines_with(metrics, "\"type\":\"summary\"").size(), 1u);
-  EXPECT_NE(runs[0].output.find("epoch=2 loss="), std::string::npos) << runs[0].output;   // Katib
-  EXPECT_EQ(runs[1].output.find("epoch=2 loss="), std::string::npos) << "only rank 0 reports";
+  EXPECT_NE(runs[0].output.find("Z epoch=2 eval_loss="), std::string::npos) << runs[0].output;   // the metric line
+  EXPECT_EQ(runs[1].output.find("epoch=2 eval_loss="), std::string::npos) << "only rank 0 reports";
   EXPECT_NE(runs[0].output.find("device cpu"), std::string::npos) << runs[0].output;
   EXPECT_NE(runs[0].output.find("(python)"), std::string::npos) << "read the pickle layout";
 

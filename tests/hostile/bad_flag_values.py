@@ -46,7 +46,7 @@ TRAILING = {"ddprun": ["--", "/bin/true"]}
 # Flags whose value is a path, a name or free text: any text is a valid value, so only the
 # crash/hang/exit-class checks apply. Everything else takes a number or a fixed choice.
 TEXT_FLAGS = {"data-dir", "model-dir", "csv", "image-dir", "cache-dir", "pretrained", "test-dir",
-              "out", "weights", "checkpoint-dir", "resume", "metrics-file", "source", "class-names",
+              "out", "weights", "checkpoint-dir", "resume", "metrics-file", "katib-metrics-file", "tensorboard-dir", "source", "class-names",
               "master-addr", "run-id", "role", "log-dir", "rdzv-endpoint", "rdzv-id", "rdzv-conf",
               "rdzv-backend", "start-method", "tee", "redirects"}
 # Flags whose value is read elsewhere and changes what the run does (ddprun --nproc-per-node spawns

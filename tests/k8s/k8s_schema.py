@@ -13,7 +13,9 @@ For each object:
   4. core validation that the schema cannot express: volumeMounts name declared volumes, requests <=
      limits, extended resources (nvidia.com/gpu) whole and requests == limits, env names, $(VAR)
      references in command/args name a declared env var;
-  5. the admission webhooks: training-operator v1.9's PyTorchJob validation (DNS-1035 name,
+  5. Katib Experiments (katib_schema.py): the Go types' OpenAPI made strict, Katib's webhook checks,
+     and the trial job each trial would run (trialParameters substituted) validated as its own kind;
+  6. the admission webhooks: training-operator v1.9's PyTorchJob validation (DNS-1035 name,
      Master/Worker only, a container named `pytorch` with an image, Master replicas 1) plus the
      ExitCode/OnFailure/Never/Always restart policies; Trainer v2.3's TrainJob validation (no
      reserved PET_* env in trainer.env, runtimePatches manager a domain-prefixed path, patched
@@ -28,6 +30,8 @@ import re
 
 import jsonschema
 import yaml
+
+import katib_schema
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMAS = os.path.join(HERE, "schemas")
@@ -108,6 +112,8 @@ def schemas():
     _CACHE[("v1", "ConfigMap")] = {"type": "object", "properties": dict(  # core/v1 ConfigMap (kustomize local config)
         top, immutable={"type": "boolean"}, data=string_map,
         binaryData=dict(string_map, additionalProperties={"type": "string", "format": "byte"}))}
+    container = pod_template["properties"]["spec"]["properties"]["containers"]["items"]
+    _CACHE[katib_schema.KEY] = katib_schema.experiment_schema(container, container["properties"]["livenessProbe"]["properties"]["httpGet"])
     return _CACHE
 
 
@@ -426,4 +432,6 @@ def validate(obj):
         check_job(obj, errors)
     elif key == ("v1", "Pod"):
         check_pod_spec(obj.get("spec") or {}, "spec", errors)
+    elif key == katib_schema.KEY:
+        katib_schema.check_experiment(obj, errors, validate)
     return errors

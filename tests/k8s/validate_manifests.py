@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import ci  # noqa: E402
 import k8s_schema  # noqa: E402
+import katib_schema  # noqa: E402
 import kustomize_lite  # noqa: E402
 import tensorboard_logs  # noqa: E402
 
@@ -72,6 +73,10 @@ def pod_specs(obj):
         yield "spec.template", (spec.get("template") or {}).get("spec") or {}
     elif kind == "Pod":
         yield "spec", spec
+    elif kind == "Experiment":  # the job each Katib trial runs, ${trialParameters.*} substituted
+        job = katib_schema.trial_job(obj)
+        for path, pod in pod_specs(job) if job else []:
+            yield f"spec.trialTemplate.trialSpec.{path}", pod
 
 
 def flag_value(args, flag):
@@ -92,6 +97,8 @@ def check_consistency(obj, errors, rendered):
                                   f"with nvidia.com/gpu={gpus}; expected --backend {want[0]} --device {want[1]}")
             if rendered and ":" not in str(c.get("image", "")).rsplit("/", 1)[-1] and "@" not in str(c.get("image")):
                 errors.append(f"{path} container {c.get('name')}: image {c.get('image')!r} has no tag after kustomize")
+    if obj.get("kind") == "Experiment":
+        check_katib(obj, errors)
     if obj.get("kind") == "PyTorchJob":
         for r, rs in (obj["spec"].get("pytorchReplicaSpecs") or {}).items():
             args = [str(a) for c in rs["template"]["spec"]["containers"] for a in c.get("args", []) or []]
@@ -101,6 +108,55 @@ def check_consistency(obj, errors, rendered):
             if ann.get("sidecar.istio.io/inject") != "false":
                 errors.append(f"spec.pytorchReplicaSpecs.{r}.template.metadata.annotations: "
                               "sidecar.istio.io/inject must be \"false\" (Istio breaks the rendezvous)")
+
+
+# The metric names each trainer's metric line and --katib-metrics-file carry (docs/KUBEFLOW.md,
+# "Katib"; tests/trainer/katib_output_test.py checks the trainers emit exactly these).
+KATIB_METRICS = {"train_cifar10": {"epoch", "eval_loss", "accuracy", "images_per_sec"},
+                 "train_ranzcr": {"epoch", "train_loss", "eval_loss", "auc", "lr", "images_per_sec"}}
+# What sh takes as one plain word: Katib joins the primary container's argv with spaces, unquoted.
+SH_WORD = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+
+
+def check_katib(obj, errors):
+    """Our Experiments and our trainers agree: the objective and additional metrics are names the
+    trial's binary reports, the File collector reads the file the primary container writes
+    (--katib-metrics-file) in Katib's JSON format, and the primary container's argv survives Katib's
+    sh -c wrapper (args joined by spaces: each must be one plain word to sh once Kubernetes has
+    expanded $(VAR))."""
+    spec = obj.get("spec") or {}
+    objective = spec.get("objective") or {}
+    wanted = [objective.get("objectiveMetricName")] + list(objective.get("additionalMetricNames") or [])
+    mc = katib_schema.with_defaults(obj)["spec"]["metricsCollectorSpec"]
+    kind = (mc.get("collector") or {}).get("kind")
+    fsp = (mc.get("source") or {}).get("fileSystemPath") or {}
+    primaries = katib_schema.primary_containers(obj)
+    if not primaries:
+        errors.append("spec.trialTemplate: no primary container found in the trial job")
+    for where, c in primaries:
+        argv = [str(a) for a in (c.get("command") or []) + (c.get("args") or [])]
+        binary = os.path.basename(argv[0]) if argv else ""
+        if binary not in KATIB_METRICS:
+            errors.append(f"{where} container {c.get('name')}: runs {binary!r}, not one of our trainers")
+            continue
+        for m in wanted:
+            if m not in KATIB_METRICS[binary]:
+                errors.append(f"spec.objective: {binary} reports no metric {m!r} (it reports {sorted(KATIB_METRICS[binary])})")
+        katib_file = flag_value(argv, "--katib-metrics-file")
+        if kind == "File":
+            if fsp.get("format") != "JSON":
+                errors.append(f"spec.metricsCollectorSpec.source.fileSystemPath.format: {binary} writes JSON "
+                              "(--katib-metrics-file); the File collector must read format JSON")
+            if katib_file != fsp.get("path"):
+                errors.append(f"{where} container {c.get('name')}: --katib-metrics-file is {katib_file!r}, "
+                              f"the File collector reads {fsp.get('path')!r}")
+        elif kind != "StdOut":
+            errors.append(f"spec.metricsCollectorSpec.collector.kind: {kind!r}; our trainers feed StdOut or File (JSON)")
+        for a in argv:
+            plain = k8s_schema.VAR_REF.sub("x", a)
+            if not SH_WORD.match(plain):
+                errors.append(f"{where} container {c.get('name')}: arg {a!r} is not one word to sh, and Katib "
+                              "runs the argv joined by spaces under sh -c")
 
 
 _HELP_CACHE = {}
@@ -124,7 +180,7 @@ def binary_flags(build_dir, name):
 # counted per kustomization rendering, `sh -c` scripts included. A lower count means some argv are no
 # longer found (a new wrapper, a moved command, a parser gap) and so silently no longer checked: that
 # fails, as does a higher one, so this number is updated on purpose with the manifests.
-EXPECTED_ARGV = 26
+EXPECTED_ARGV = 30
 
 
 def container_argvs(c):
@@ -247,6 +303,10 @@ def training_envs(obj):
                 yield f"{path} container {c.get('name')}", c.get("env", []) or []
     elif obj.get("kind") == "TrainJob":
         yield "spec.trainer", ((obj.get("spec") or {}).get("trainer") or {}).get("env", []) or []
+    elif obj.get("kind") == "Experiment":
+        for path, pod in pod_specs(obj):
+            for c in pod.get("containers", []) or []:
+                yield f"{path} container {c.get('name')}", c.get("env", []) or []
 
 
 def check_store_token(objs):
@@ -378,6 +438,11 @@ MCTR = MPOD + ["containers", 0]
 TRAINER = ["spec", "trainer"]
 RJOB = ["spec", "runtimePatches", 0, "trainingRuntimeSpec", "template", "spec", "replicatedJobs", 0]
 
+KATIB_CIFAR = "k8s/katib/experiment-cifar10.yaml"
+KATIB_RANZCR = "k8s/katib/experiment-ranzcr.yaml"
+TRIAL = ["spec", "trialTemplate", "trialSpec", "spec", "pytorchReplicaSpecs"]
+TRIAL_ARGS = ["template", "spec", "containers", 0, "args"]
+
 # (manifest, what, mutation, a fragment the error must contain)
 MUTATIONS = [
     ("k8s/base/pytorchjob-cifar10.yaml", "typo in a replica field", _rename(MASTER + ["restartPolicy"], "restartPolicyy"),
@@ -438,6 +503,33 @@ MUTATIONS = [
     ("k8s/tensorboard/tensorboard.yaml", "typo in a Tensorboard", _rename(["spec", "logspath"], "logsPath"),
      "spec.logsPath: unknown field"),
     ("k8s/storage/pvc.yaml", "typo in a PVC", _rename(["spec", "accessModes"], "accesModes"), "spec.accesModes: unknown field"),
+    (KATIB_CIFAR, "typo in an Experiment's spec", _rename(["spec", "parallelTrialCount"], "parallelTrialCounts"),
+     "spec.parallelTrialCounts: unknown field"),
+    (KATIB_CIFAR, "typo in the trial's PyTorchJob", _rename(TRIAL + ["Master", "restartPolicy"], "restartPolicyy"),
+     "(as trial cifar10-lr-batch-k8tr1a1s): spec.pytorchReplicaSpecs.Master.restartPolicyy: unknown field"),
+    (KATIB_CIFAR, "trial pod breaking the operator's rules", _set(TRIAL + ["Master", "replicas"], 2),
+     "(as trial cifar10-lr-batch-k8tr1a1s): spec.pytorchReplicaSpecs.Master.replicas: must be 1"),
+    (KATIB_CIFAR, "feasibleSpace bound as a number", _set(["spec", "parameters", 1, "feasibleSpace", "max"], 0.95),
+     "feasibleSpace.max: 0.95 is not of type 'string'"),
+    (KATIB_CIFAR, "trialParameter naming no parameter", _set(["spec", "trialTemplate", "trialParameters", 0, "reference"], "learning_rate"),
+     "'learning_rate' does not exist in spec.parameters"),
+    (KATIB_CIFAR, "undeclared ${trialParameters.x}", _set(TRIAL + ["Master"] + TRIAL_ARGS + [17], "${trialParameters.seed}"),
+     "${trialParameters.seed} names no entry"),
+    (KATIB_CIFAR, "unknown algorithm", _set(["spec", "algorithm", "algorithmName"], "bayesian"),
+     "'bayesian' is not an algorithm of Katib's config"),
+    (KATIB_CIFAR, "primary container that does not exist", _set(["spec", "trialTemplate", "primaryContainerName"], "trainer"),
+     "has no container 'trainer'"),
+    (KATIB_CIFAR, "objective the trainer does not report (the old name)", _set(["spec", "objective", "objectiveMetricName"], "loss"),
+     "train_cifar10 reports no metric 'loss'"),
+    (KATIB_CIFAR, "arg that sh splits", _set(TRIAL + ["Master"] + TRIAL_ARGS + [3], "/shared/katib/my trial"),
+     "is not one word to sh"),
+    (KATIB_RANZCR, "File collector reading another path", _set(["spec", "metricsCollectorSpec", "source", "fileSystemPath", "path"],
+                                                                "/var/log/katib/ranzcr.json"),
+     "--katib-metrics-file is '/var/log/katib/metrics.json', the File collector reads '/var/log/katib/ranzcr.json'"),
+    (KATIB_RANZCR, "File collector reading TEXT", _set(["spec", "metricsCollectorSpec", "source", "fileSystemPath", "format"], "TEXT"),
+     "the File collector must read format JSON"),
+    (KATIB_RANZCR, "File collector with a relative path", _set(["spec", "metricsCollectorSpec", "source", "fileSystemPath", "path"], "metrics.json"),
+     "file path where metrics file exists is required"),
 ]
 
 

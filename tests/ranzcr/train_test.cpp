@@ -89,8 +89,8 @@ std::string all_output(const TrainerRun& r) {
 
 std::vector<double> katib_values(const std::string& output, const std::string& name) {
   std::vector<double> values;
-  std::regex line("^epoch=\\d+ .*");
-  std::regex value(name + "=([-0-9.eE+]+)");
+  std::regex line("^\\S+Z epoch=\\d+ .*");  // the timestamp, then the pairs
+  std::regex value(" " + name + "=([-0-9.eE+]+)");
   std::istringstream in(output);
   std::string l;
   while (std::getline(in, l)) {
@@ -121,7 +121,7 @@ TEST(TrainRanzcr, TwoRanksLearnSyntheticDataAndPredict) {
   auto auc = katib_values(r.output[0], "auc");
   ASSERT_EQ(auc.size(), 3u) << r.output[0];
   EXPECT_GE(auc.back(), 0.9) << r.output[0];
-  EXPECT_EQ(katib_values(r.output[0], "loss").size(), 3u);
+  EXPECT_EQ(katib_values(r.output[0], "train_loss").size(), 3u);
   EXPECT_TRUE(katib_values(r.output[1], "auc").empty()) << "only rank 0 reports";
   RecordProperty("seconds", std::to_string(seconds));
   std::cout << "2 ranks, 3 epochs: " << seconds << " s, AUC per epoch";
@@ -194,8 +194,8 @@ TEST(TrainRanzcr, ResumesFromCheckpoint) {
   ASSERT_EQ(second.status, (std::vector<int>{0, 0})) << all_output(second);
   EXPECT_NE(second.output[0].find("resumed from"), std::string::npos) << second.output[0];
   // Only epoch 2 ran in the second run.
-  EXPECT_EQ(katib_values(second.output[0], "loss").size(), 1u) << second.output[0];
-  EXPECT_NE(second.output[0].find("epoch=2 "), std::string::npos) << second.output[0];
+  EXPECT_EQ(katib_values(second.output[0], "train_loss").size(), 1u) << second.output[0];
+  EXPECT_NE(second.output[0].find("Z epoch=2 "), std::string::npos) << second.output[0];
   fs::remove_all(out);
 }
 
@@ -243,7 +243,7 @@ TEST(TrainRanzcr, SigtermCheckpointsAndTheRestartResumesMidEpoch) {
   TrainerRun reference = run_trainer(2, plain_args);
   ASSERT_EQ(reference.status, (std::vector<int>{0, 0})) << all_output(reference);
   EXPECT_EQ(katib_values(log, "auc"), katib_values(reference.output[0], "auc"));
-  EXPECT_EQ(katib_values(log, "val_loss"), katib_values(reference.output[0], "val_loss"));
+  EXPECT_EQ(katib_values(log, "eval_loss"), katib_values(reference.output[0], "eval_loss"));
   auto ours = ddp::models::read_state_dict(out + "/model/model.pt");
   auto theirs = ddp::models::read_state_dict(out + "/reference/model.pt");
   ASSERT_EQ(ours.size(), theirs.size());

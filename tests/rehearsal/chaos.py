@@ -130,7 +130,7 @@ def checkpoints_written(log_texts):
 def check_history(recs, ref_recs, written):
     """Problems with the step history of a job's metrics records against the reference's (module doc)."""
     problems = []
-    ref_loss = {r["step"]: r["loss"] for r in ref_recs if r.get("type") == "train"}
+    ref_loss = {r["step"]: r["train_loss"] for r in ref_recs if r.get("type") == "train"}
     ref_eval = {r["epoch"]: r for r in ref_recs if r.get("type") == "eval"}
     last = max(ref_loss) if ref_loss else 0
     prev, reached, resumes = 0, 0, []
@@ -145,14 +145,14 @@ def check_history(recs, ref_recs, written):
                 problems.append(f"step {s} follows step {prev}: steps {reached + 1}..{c} were never trained")
         if s not in ref_loss:
             problems.append(f"step {s} is not a step of the reference run (1..{last})")
-        elif r["loss"] != ref_loss[s]:
-            problems.append(f"step {s}: loss {r['loss']} != the reference's {ref_loss[s]} (an earlier step lost or repeated)")
+        elif r["train_loss"] != ref_loss[s]:
+            problems.append(f"step {s}: loss {r['train_loss']} != the reference's {ref_loss[s]} (an earlier step lost or repeated)")
         prev, reached = s, max(reached, s)
     if reached != last:
         problems.append(f"the history reaches step {reached}, the reference {last}")
     for r in (r for r in recs if r.get("type") == "eval"):
         ref = ref_eval.get(r["epoch"])
-        keys = ("step", "loss", "accuracy", "correct", "total")
+        keys = ("step", "eval_loss", "accuracy", "correct", "total")
         if ref is None or any(r.get(k) != ref.get(k) for k in keys):
             problems.append(f"evaluation of epoch {r['epoch']} {[r.get(k) for k in keys]} != the reference's "
                             f"{[ref.get(k) for k in keys] if ref else None}")

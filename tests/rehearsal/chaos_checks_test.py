@@ -21,11 +21,11 @@ REF_LOSS = {s: round(1.0 / s, 6) for s in range(1, 9)}
 
 
 def train(step, loss=None):
-    return {"type": "train", "step": step, "epoch": 1 + (step - 1) // 4, "loss": REF_LOSS[step] if loss is None else loss}
+    return {"type": "train", "step": step, "epoch": 1 + (step - 1) // 4, "train_loss": REF_LOSS[step] if loss is None else loss}
 
 
 def evaluation(epoch, accuracy=0.5):
-    return {"type": "eval", "step": 4 * epoch, "epoch": epoch, "loss": 1.5, "accuracy": accuracy, "correct": 5, "total": 10}
+    return {"type": "eval", "step": 4 * epoch, "epoch": epoch, "eval_loss": 1.5, "accuracy": accuracy, "correct": 5, "total": 10}
 
 
 def summary(steps=8):

@@ -1,5 +1,6 @@
-// The one reporter both trainers use: progress lines, the Katib metric line on stdout and the JSON
-// lines of --metrics-file, in the formats the trainers' tests and docs rely on.
+// The one reporter both trainers use: progress lines, the timestamped metric line on stdout, the JSON
+// lines of --metrics-file and of --katib-metrics-file, in the formats the trainers' tests, the docs
+// and Katib's collectors rely on (tests/trainer/katib_collector_test.py parses real trainer output).
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -7,7 +8,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <cmath>
 #include <fstream>
+#include <regex>
 #include <string>
 
 #include "trainer/interval_meter.h"
@@ -61,32 +64,69 @@ TEST(JsonRecord, FieldsInOrderCompactWithNulls) {
 
 TEST(Reporter, TrainIntervalsEvaluationsAndSummaryInTheMetricsFile) {
   const fs::path path = fresh_file("records");
+  const fs::path katib = path.parent_path() / "katib.jsonl";
+  std::string line;
   {
-    Reporter r(ReporterOptions().enabled(true).progress("plain").metrics_file(path.string()));
+    Reporter r(ReporterOptions().enabled(true).progress("plain").metrics_file(path.string()).katib_metrics_file(katib.string()));
     r.train_interval(point());
     EvalPoint e;
     e.epoch = 2;
     e.global_step = 40;
-    e.katib = {{"loss", 0.25}, {"accuracy", 0.875}, {"lr", 0.001, "%.6g"}};
-    e.fields.number("loss", 0.25).integer("total", 100);
+    e.katib = {{"eval_loss", 0.25}, {"accuracy", 0.875}, {"lr", 0.001, "%.6g"}};
+    e.fields.number("eval_loss", 0.25).integer("total", 100);
     testing::internal::CaptureStdout();
     r.evaluation(e);
-    EXPECT_EQ(testing::internal::GetCapturedStdout(), "epoch=2 loss=0.250000 accuracy=0.875000 lr=0.001\n");
+    line = testing::internal::GetCapturedStdout();
     r.summary(JsonRecord().integer("steps", 40));
   }
-  EXPECT_EQ(read_all(path), R"({"type":"train","step":40,"epoch":2,"loss":0.5,"images_per_sec":1234.5})"
+  // The metric line: an RFC 3339 timestamp (UTC, milliseconds) as its first word, then the pairs.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(line, m, std::regex(R"((\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) (.*)\n)"))) << line;
+  const std::string ts = m[1];
+  EXPECT_EQ(m[2].str(), "epoch=2 eval_loss=0.250000 accuracy=0.875000 lr=0.001");
+  EXPECT_EQ(read_all(path), R"({"type":"train","step":40,"epoch":2,"train_loss":0.5,"images_per_sec":1234.5})"
                             "\n"
-                            R"({"type":"eval","step":40,"epoch":2,"loss":0.25,"total":100})"
+                            R"({"type":"eval","step":40,"epoch":2,"eval_loss":0.25,"total":100})"
                             "\n"
                             R"({"type":"summary","steps":40})"
                             "\n");
+  // Katib's JSON format: string values and the line's timestamp under "timestamp".
+  EXPECT_EQ(read_all(katib), R"({"timestamp":")" + ts +
+                                 R"(","epoch":"2","eval_loss":"0.250000","accuracy":"0.875000","lr":"0.001"})"
+                                 "\n");
+  fs::remove_all(path.parent_path());
+}
+
+TEST(Reporter, NonFiniteMetricsAreLeftOffTheLineAndTheKatibFileWithAWarning) {
+  const fs::path path = fresh_file("nan");
+  const fs::path katib = path.parent_path() / "katib.jsonl";
+  std::string out, err;
+  {
+    Reporter r(ReporterOptions().progress("plain").metrics_file(path.string()).katib_metrics_file(katib.string()));
+    EvalPoint e;
+    e.epoch = 1;
+    e.katib = {{"eval_loss", std::nan("")}, {"accuracy", 0.5}, {"train_loss", INFINITY}};
+    e.fields.number("eval_loss", std::nan(""));
+    testing::internal::CaptureStdout();
+    testing::internal::CaptureStderr();
+    r.evaluation(e);
+    out = testing::internal::GetCapturedStdout();
+    err = testing::internal::GetCapturedStderr();
+  }
+  EXPECT_NE(out.find(" epoch=1 accuracy=0.500000\n"), std::string::npos) << out;
+  EXPECT_NE(err.find("eval_loss is nan at epoch 1: left off the metric line"), std::string::npos) << err;
+  EXPECT_NE(err.find("train_loss is inf at epoch 1"), std::string::npos) << err;
+  const std::string k = read_all(katib);
+  EXPECT_NE(k.find(R"(,"epoch":"1","accuracy":"0.500000"})"), std::string::npos) << k;
+  EXPECT_EQ(k.find("eval_loss"), std::string::npos) << k;
+  EXPECT_NE(read_all(path).find(R"("eval_loss":null)"), std::string::npos) << "the metrics file keeps null";
   fs::remove_all(path.parent_path());
 }
 
 TEST(Reporter, ADisabledReporterWritesNothing) {
   const fs::path path = fresh_file("disabled");
   {
-    Reporter r(ReporterOptions().enabled(false).progress("bar").metrics_file(path.string()));
+    Reporter r(ReporterOptions().enabled(false).progress("bar").metrics_file(path.string()).katib_metrics_file(path.string() + ".katib"));
     EXPECT_FALSE(r.enabled());
     testing::internal::CaptureStdout();
     r.train_interval(point());
@@ -95,6 +135,7 @@ TEST(Reporter, ADisabledReporterWritesNothing) {
     EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
   }
   EXPECT_FALSE(fs::exists(path));
+  EXPECT_FALSE(fs::exists(path.string() + ".katib"));
 }
 
 TEST(Reporter, PlainProgressLinesCountSamplesOrSteps) {

@@ -48,6 +48,7 @@ TEST(RuntimeFlags, DefaultsWithoutFlagsOrEnvironment) {
   EXPECT_EQ(o.model_dir(), "model");
   EXPECT_EQ(o.metrics_file(), "");
   EXPECT_EQ(o.tensorboard_dir(), "");
+  EXPECT_EQ(o.katib_metrics_file(), "");
   EXPECT_EQ(o.backend(), "auto");
   EXPECT_EQ(o.device(), "auto");
   EXPECT_EQ(o.threads(), 0);
@@ -71,10 +72,11 @@ TEST(RuntimeFlags, SageMakerChannelsAndModelDirAreDefaultsThatFlagsOverride) {
 }
 
 TEST(RuntimeFlags, EveryFlagIsRead) {
-  RuntimeOptions o = parse({"--metrics-file", "m.jsonl", "--backend", "gloo", "--device", "cpu", "--threads", "3",
+  RuntimeOptions o = parse({"--metrics-file", "m.jsonl", "--katib-metrics-file", "k.jsonl", "--backend", "gloo", "--device", "cpu", "--threads", "3",
                             "--progress", "plain", "--log-interval", "5", "--max-steps", "7", "--timeout", "2.5",
                             "--tensorboard-dir", "tb"});
   EXPECT_EQ(o.metrics_file(), "m.jsonl");
+  EXPECT_EQ(o.katib_metrics_file(), "k.jsonl");
   EXPECT_EQ(o.tensorboard_dir(), "tb");
   EXPECT_EQ(o.backend(), "gloo");
   EXPECT_EQ(o.device(), "cpu");
@@ -96,6 +98,8 @@ TEST(RuntimeFlags, BadValuesNameTheFlag) {
   EXPECT_NE(error_of({"--timeout", "-1"}).find("--timeout='-1' is out of range"), std::string::npos);
   EXPECT_NE(error_of({"--timeout", "soon"}).find("--timeout='soon' is not a number"), std::string::npos);
   EXPECT_NE(error_of({"--model-dir", ""}).find("--model-dir is empty"), std::string::npos);
+  EXPECT_NE(error_of({"--metrics-file", "m", "--katib-metrics-file", "m"}).find("--katib-metrics-file and --metrics-file"),
+            std::string::npos);
   EXPECT_NE(error_of({"--device", "cpu", "--backend", "nccl"}).find("--backend nccl needs CUDA tensors"), std::string::npos);
   EXPECT_NE(error_of({"--no-such-flag"}).find("train_test: "), std::string::npos);
   EXPECT_NE(error_of({"--no-such-flag"}).find("no-such-flag"), std::string::npos);

@@ -6,8 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <mutex>
+
+#include "util/rfc3339.h"
 
 namespace ddp {
 namespace {
@@ -65,14 +66,7 @@ bool log_enabled(LogLevel level) { return level != LogLevel::kOff && level >= lo
 void log_line(LogLevel level, const std::string& message) {
   // Milliseconds: lines from several ranks and threads are ordered by merging logs, and one second
   // holds many steps of a small model.
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  std::tm tm{};
-  gmtime_r(&now.tv_sec, &tm);
-  char ts[40];
-  size_t len = std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(ts + len, sizeof ts - len, ".%03dZ", static_cast<int>(now.tv_nsec / 1000000));
-  std::string line = ts;
+  std::string line = util::rfc3339_now();
   int rank = g_rank.load();
   line += rank >= 0 ? " [ddp rank " + std::to_string(rank) + "] " : " [ddp] ";
   line += level_name(level);

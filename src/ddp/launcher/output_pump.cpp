@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/rfc3339.h"
+
 namespace ddp::launcher {
 namespace {
 
@@ -67,8 +69,12 @@ void OutputPump::append_pollfds(std::vector<pollfd>& fds) const {
 
 void OutputPump::emit_line(Stream& s, const char* data, size_t size) {
   if (!s.to_console) return;
-  std::string line = "[" + std::to_string(s.rank) + "]: ";
-  line.append(data, size);
+  // A line that starts with an RFC 3339 timestamp keeps it first ("<ts> [3]: rest"): Katib's
+  // collector takes a line's time from its first word, and our log and metric lines carry one.
+  const size_t stamp = util::leading_rfc3339(data, size);
+  std::string line(data, stamp);
+  line += "[" + std::to_string(s.rank) + "]: ";
+  line.append(data + stamp, size - stamp);
   line += '\n';
   (s.is_stderr ? stderr_ : stdout_)->write(std::move(line));
 }

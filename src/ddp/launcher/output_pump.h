@@ -1,6 +1,7 @@
 #pragma once
 // Workers' stdout and stderr, read through pipes: complete lines go to our console prefixed with the
-// rank ("[3]: loss 0.42"), each with one write(2) so lines never interleave; raw bytes go to the
+// rank ("[3]: loss 0.42"; after a leading RFC 3339 timestamp, which stays first:
+// "2026-12-01T23:16:11.123Z [3]: epoch=1 ..."), each with one write(2) so lines never interleave; raw bytes go to the
 // per-rank log files. A partial last line is flushed (with a newline) when its pipe closes.
 // Console lines go through a ConsoleWriter: pump() never waits for whoever reads our stdout.
 #include <poll.h>
