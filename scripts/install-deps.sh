@@ -21,9 +21,8 @@ TEST_PACKAGES=(
   python3 python3-torch python3-torchvision python3-numpy python3-sklearn python3-yaml python3-jsonschema
   iproute2 procps
   debootstrap
-  protobuf-compiler python3-protobuf  # event files parsed with the real messages (tests/tensorboard)
   clang libclang-rt-14-dev  # libFuzzer + sanitizers (scripts/fuzz.sh)
-  protobuf-compiler python3-protobuf  # tests/pipeline: the Kubeflow pipeline spec's messages
+  protobuf-compiler python3-protobuf  # real messages: the pipeline spec (tests/pipeline), event files (tests/tensorboard)
 )
 PACKAGES=("${DEMO_PACKAGES[@]}")
 [[ ${1:-} == --demo ]] || PACKAGES+=("${TEST_PACKAGES[@]}")

@@ -21,6 +21,7 @@ PACKAGES=(
   dataset-fashion-mnist
   python3 python3-torch python3-torchvision python3-numpy python3-sklearn python3-yaml python3-jsonschema
   iproute2 procps util-linux
+  protobuf-compiler python3-protobuf
 )
 
 log() { echo "trixie-root: $*" >&2; }

@@ -53,8 +53,8 @@ def main():
             fail("tags %s, expected %s (Katib lines: %s)" % (sorted(view), sorted(tags), katib))
         metrics = last_metrics(work)
         for step, value, _ in view["train/loss"]:
-            if not close(value, f32(metrics[("train", step)]["loss"])):
-                fail("train/loss step %d: %r, the metrics file says %r" % (step, value, metrics[("train", step)]["loss"]))
+            if not close(value, f32(metrics[("train", step)]["train_loss"])):
+                fail("train/loss step %d: %r, the metrics file says %r" % (step, value, metrics[("train", step)]["train_loss"]))
         if not all(v > 0 and math.isfinite(v) for _, v, _ in view["train/lr"]):
             fail("train/lr: %s" % view["train/lr"])
         for tag in tags - TRAIN_TAGS:

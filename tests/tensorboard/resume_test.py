@@ -220,7 +220,7 @@ def main():
                 if tag == "train/lr":
                     want, ok = 0.01, close(value, f32(0.01))
                 elif tag == "train/loss":
-                    want = metrics[("train", step)]["loss"]
+                    want = metrics[("train", step)]["train_loss"]
                     ok = close(value, f32(want))
                 else:  # the Katib line prints %.6f
                     want = katib[metrics[("eval", step)]["epoch"]][tag[len("epoch/"):]]
