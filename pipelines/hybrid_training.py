@@ -3,7 +3,7 @@ picks where CIFAR-10 trains.
 
   training_runtime == "kubernetes": Kubeflow's PyTorchJob launcher creates PyTorchJob <job_name> in
       <namespace>: Master 1 + Worker 2, each pod the container of k8s/base/pytorchjob-cifar10.yaml
-      (train_cifar10 on the shared volume ddp-shared, restartPolicy ExitCode) with the pipeline's
+      (train_cifar10 on the shared volume named in k8s/storage/settings, restartPolicy ExitCode) with the pipeline's
       image, epochs, batch size, learning rate and backend; the job is kept after it ends
       (delete_after_done=False) so its pods and logs can be read.
   training_runtime == "sagemaker": the SageMaker training component starts training job
@@ -27,6 +27,9 @@ import components
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 BASE_MANIFEST = os.path.join(REPO, "k8s", "base", "pytorchjob-cifar10.yaml")
+# The one place naming the shared volume (k8s/README.md): kustomize copies it into the manifests'
+# claims, compile.py into the launcher's replica specs (a stale compiled file fails compile.py --check).
+VOLUME_SETTINGS = os.path.join(REPO, "k8s", "storage", "settings", "shared-volume.yaml")
 
 
 class P:
@@ -82,6 +85,12 @@ def replica_spec(replica_type):
             raise ValueError(f"{BASE_MANIFEST}: the {replica_type} container has no {flag} to set")
         args[args.index(flag) + 1] = str(value)
     main["args"] = args
+    with open(VOLUME_SETTINGS, encoding="utf-8") as f:
+        claim = yaml.safe_load(f)["data"]["claimName"]
+    shared = [v for v in pod.get("volumes", []) if v.get("name") == "shared" and "persistentVolumeClaim" in v]
+    if len(shared) != 1:
+        raise ValueError(f"{BASE_MANIFEST}: the {replica_type} pod has no persistentVolumeClaim volume `shared`")
+    shared[0]["persistentVolumeClaim"]["claimName"] = claim
     return spec
 
 
