@@ -60,7 +60,7 @@ def main():
         for tag in tags - TRAIN_TAGS:
             for step, value, _ in view[tag]:
                 want = katib[metrics[("eval", step)]["epoch"]][tag[len("epoch/"):]]
-                if abs(value - want) > 1e-6 + 1e-6 * abs(want):
+                if not want.matches(value):
                     fail("%s step %d: %r, the Katib line says %r" % (tag, step, value, want))
         print("OK: %s" % ", ".join("%s x%d" % (t, len(view[t])) for t in sorted(view)))
     finally:
