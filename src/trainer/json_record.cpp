@@ -1,12 +1,13 @@
 #include "trainer/json_record.h"
 
 #include "trainer/metrics_file.h"
+#include "util/json.h"
 
 namespace ddp::trainer {
 
 JsonRecord& JsonRecord::field(const std::string& key, const std::string& json_value) {
   if (!body_.empty()) body_ += ',';
-  body_ += json_string(key) + ':' + json_value;
+  body_ += util::json_quote(key) + ':' + json_value;
   return *this;
 }
 
@@ -30,11 +31,11 @@ JsonRecord& JsonRecord::numbers(const std::string& key, const std::vector<std::o
   return field(key, "[" + list + "]");
 }
 
-JsonRecord& JsonRecord::string(const std::string& key, const std::string& value) { return field(key, json_string(value)); }
+JsonRecord& JsonRecord::string(const std::string& key, const std::string& value) { return field(key, util::json_quote(value)); }
 
 JsonRecord& JsonRecord::strings(const std::string& key, const std::vector<std::string>& values) {
   std::string list;
-  for (size_t i = 0; i < values.size(); ++i) list += (i ? "," : "") + json_string(values[i]);
+  for (size_t i = 0; i < values.size(); ++i) list += (i ? "," : "") + util::json_quote(values[i]);
   return field(key, "[" + list + "]");
 }
 

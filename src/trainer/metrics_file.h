@@ -1,7 +1,7 @@
 #pragma once
 // The --metrics-file both trainers write (and --katib-metrics-file): JSON lines, one object per
-// record, flushed as written so a killed run keeps what it logged. Plus the two JSON helpers the
-// records need.
+// record, flushed as written so a killed run keeps what it logged. Plus json_number(), the records'
+// number format (strings are quoted by util::json_quote()).
 #include <cstdio>
 #include <string>
 
@@ -29,7 +29,5 @@ class MetricsFile {
 
 /// A finite number as %.6g; NaN and infinities become null.
 std::string json_number(double v);
-/// `"s"` with JSON escapes.
-std::string json_string(const std::string& s);
 
 }  // namespace ddp::trainer

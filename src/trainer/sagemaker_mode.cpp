@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <sys/stat.h>
 
 #include "util/files.h"
 #include "util/json.h"
@@ -44,11 +43,6 @@ std::map<std::string, bool> trainer_flags(const cxxopts::Options& cli) {
   return flags;
 }
 
-bool is_dir(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 // "training", else "train": among the declared channels, or among the folders when no
 // inputdataconfig.json was written.
 std::string training_channel(const SageMakerConfig& c) {
@@ -58,7 +52,7 @@ std::string training_channel(const SageMakerConfig& c) {
     if (c.has_input_data_config) {
       for (const auto& ch : c.channels) present = present || ch == name;
     } else {
-      present = is_dir(data + name);
+      present = util::is_directory(data + name);
     }
     if (present) return data + name;
   }
@@ -109,7 +103,7 @@ std::vector<std::string> sagemaker_arguments(const cxxopts::Options& cli, const 
       throw ConfigError(what + "='" + util::printable(value) + "' is a switch: expected true or false");
     }
   }
-  if (!checkpoint_dir_given && flags.count("checkpoint-dir") && is_dir(config.root + "/checkpoints")) {
+  if (!checkpoint_dir_given && flags.count("checkpoint-dir") && util::is_directory(config.root + "/checkpoints")) {
     args.push_back("--checkpoint-dir");
     args.push_back(config.root + "/checkpoints");
   }

@@ -18,11 +18,6 @@ constexpr const char* kTempMarker = ".tmp-";
 
 std::string reason(int err) { return std::strerror(err); }
 
-bool is_folder(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 bool write_all(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
@@ -43,6 +38,11 @@ std::string folder_of(const std::string& path) {
 
 }  // namespace
 
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 void make_dirs(const std::string& dir) {
   if (dir.empty()) return;
   for (size_t pos = dir.find('/', 1);; pos = dir.find('/', pos + 1)) {
@@ -51,7 +51,7 @@ void make_dirs(const std::string& dir) {
       throw DataError("cannot create folder " + dir + ": mkdir " + partial + " failed: " + reason(errno));
     if (pos == std::string::npos) break;
   }
-  if (!is_folder(dir)) throw DataError("cannot create folder " + dir + ": it exists and is not a folder");
+  if (!is_directory(dir)) throw DataError("cannot create folder " + dir + ": it exists and is not a folder");
 }
 
 std::string temp_path_for(const std::string& path) {

@@ -14,6 +14,9 @@
 
 namespace ddp::util {
 
+/// True when `path` exists and is a folder (a symlink to one counts).
+bool is_directory(const std::string& path);
+
 /// Creates `dir` and its missing parents (mode 0755). An existing folder is fine; a path that exists
 /// but is not a folder, or a step that cannot be created, is a DataError.
 void make_dirs(const std::string& dir);

@@ -7,16 +7,15 @@
 Needs protoc (Debian protobuf-compiler, which also ships google/protobuf/*.proto in /usr/include) and
 python3-protobuf. missing() says which is absent, for the caller to skip or fail.
 """
-import atexit
 import importlib
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO_DIR = os.path.join(HERE, "proto")
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+import protoc_python  # noqa: E402
 PROTOS = ["pipeline_spec.proto", "google/rpc/status.proto"]
 INCLUDE = "/usr/include"
 
@@ -40,14 +39,9 @@ _CACHE = {}
 def load():
     if "module" in _CACHE:
         return _CACHE["module"]
-    out = tempfile.mkdtemp(prefix="ddp-kfp-proto-")
-    atexit.register(shutil.rmtree, out, True)
+    out = protoc_python.generate(PROTO_DIR, PROTOS, includes=[INCLUDE])
+    sys.path.insert(0, out)
     try:
-        r = subprocess.run(["protoc", f"-I{PROTO_DIR}", f"-I{INCLUDE}", f"--python_out={out}"]
-                           + [os.path.join(PROTO_DIR, p) for p in PROTOS], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"protoc failed on {PROTO_DIR}: {r.stderr.strip()}")
-        sys.path.insert(0, out)
         import google  # the system package's namespace: add the generated google/rpc beside google/protobuf
         gen = os.path.join(out, "google")
         if gen not in list(google.__path__):

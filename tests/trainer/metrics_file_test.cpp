@@ -11,6 +11,7 @@
 
 #include "trainer/metrics_file.h"
 #include "trainer/progress_line.h"
+#include "util/json.h"
 
 namespace fs = std::filesystem;
 using ddp::trainer::MetricsFile;
@@ -72,13 +73,13 @@ TEST(MetricsFile, UnopenablePathIsAConfigErrorNamingIt) {
 
 TEST(MetricsFile, JsonHelpers) {
   using ddp::trainer::json_number;
-  using ddp::trainer::json_string;
+  using ddp::util::json_quote;
   EXPECT_EQ(json_number(0.5), "0.5");
   EXPECT_EQ(json_number(1234567.0), "1.23457e+06");
   EXPECT_EQ(json_number(std::nan("")), "null");
   EXPECT_EQ(json_number(INFINITY), "null");
-  EXPECT_EQ(json_string("ETT - Abnormal"), "\"ETT - Abnormal\"");
-  EXPECT_EQ(json_string("a\"b\\c\nd\te\x01"), "\"a\\\"b\\\\c\\nd\\te\\u0001\"");
+  EXPECT_EQ(json_quote("ETT - Abnormal"), "\"ETT - Abnormal\"");
+  EXPECT_EQ(json_quote("a\"b\\c\nd\te\x01"), "\"a\\\"b\\\\c\\nd\\te\\u0001\"");
 }
 
 TEST(ProgressLine, BarCells) {

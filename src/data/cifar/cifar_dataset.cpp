@@ -9,6 +9,7 @@
 
 #include "data/cifar/cifar_files.h"
 #include "data/common/file_bytes.h"
+#include "util/files.h"
 
 namespace ddp::data::cifar {
 
@@ -16,14 +17,14 @@ const char* to_string(CifarLayout layout) { return layout == CifarLayout::kBinar
 
 CifarLocation locate_cifar10(const std::string& data_dir) {
   if (data_dir.empty()) throw ConfigError("CIFAR-10 data directory is empty (pass --data-dir)");
-  if (!is_directory(data_dir)) throw DataError(data_dir + ": CIFAR-10 data directory not found");
+  if (!util::is_directory(data_dir)) throw DataError(data_dir + ": CIFAR-10 data directory not found");
   const std::string bin = join_path(data_dir, "cifar-10-batches-bin");
   const std::string py = join_path(data_dir, "cifar-10-batches-py");
-  if (is_directory(bin)) {
-    if (is_directory(py)) DDP_LOG(INFO) << data_dir << " holds both CIFAR-10 layouts; reading the binary one";
+  if (util::is_directory(bin)) {
+    if (util::is_directory(py)) DDP_LOG(INFO) << data_dir << " holds both CIFAR-10 layouts; reading the binary one";
     return {bin, CifarLayout::kBinary};
   }
-  if (is_directory(py)) return {py, CifarLayout::kPython};
+  if (util::is_directory(py)) return {py, CifarLayout::kPython};
   // The folder itself may be a batch folder.
   if (is_regular_file(join_path(data_dir, "data_batch_1.bin"))) return {data_dir, CifarLayout::kBinary};
   if (is_regular_file(join_path(data_dir, "data_batch_1"))) return {data_dir, CifarLayout::kPython};

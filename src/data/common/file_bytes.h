@@ -13,7 +13,6 @@ namespace ddp::data {
 std::vector<uint8_t> read_file_bytes(const std::string& path);
 
 bool is_regular_file(const std::string& path);
-bool is_directory(const std::string& path);
 
 /// "dir/name" without doubling the slash.
 std::string join_path(const std::string& dir, const std::string& name);
