@@ -154,7 +154,7 @@ class Server final : public TCPStoreServer {
   }
 
   /// Closes connections that have not said hello by their deadline: with a token, the token hello
-  /// and the first request; without one, a first request begun and not finished. A silent
+  /// and the first request; without one, a first request begun hello_timeout ago and not finished. A silent
   /// connection without a token is kept (re-armed): c10d 1.x clients connect and stay silent until
   /// their first operation, and their watch-key callback socket never speaks at all.
   /// Deadlines are queued in order, all now + the same timeout, so the front is the oldest.
@@ -165,7 +165,10 @@ class Server final : public TCPStoreServer {
       hello_deadlines_.pop_front();
       auto it = conns_.find(id);
       if (it == conns_.end() || it->second->closing || it->second->stage == Connection::Stage::kReady) continue;
-      if (token_.empty() && it->second->unparsed() == 0) {
+      // Re-armed: silent, or its first request began less than hello_timeout ago (the deadline
+      // may fall between two of a client's send() calls for one request).
+      if (token_.empty() &&
+          (it->second->unparsed() == 0 || now - it->second->request_started < hello_timeout_)) {
         hello_deadlines_.emplace_back(now + hello_timeout_, id);
         continue;
       }
@@ -237,6 +240,7 @@ class Server final : public TCPStoreServer {
       ssize_t n = ::recv(c.fd.get(), c.in.data() + old, kReadChunk, 0);
       c.in.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
       if (n > 0) {
+        if (old == c.in_pos) c.request_started = Clock::now();
         budget -= std::min(budget, static_cast<size_t>(n));
         if (c.unparsed() > max_input_) {
           close_with(c, "request larger than " + std::to_string(max_input_) +

@@ -28,6 +28,10 @@ struct Connection {
   size_t out_pos = 0;
   bool epollout = false;  ///< EPOLLOUT registered
   bool closing = false;   ///< close after this loop iteration
+  /// When bytes last arrived with none unparsed before them: the start of the request being read.
+  /// The hello deadline closes a first request only once it has been under way for hello_timeout
+  /// (a c10d 1.x client writes one request in several send() calls).
+  Clock::time_point request_started{};
 
   size_t unparsed() const { return in.size() - in_pos; }
   size_t unsent() const { return out.size() - out_pos; }
