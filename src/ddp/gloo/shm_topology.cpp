@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "ddp/gloo/shm_segment.h"
+#include "util/numbers.h"
 
 namespace ddp::gloo_backend {
 namespace {
@@ -108,6 +109,8 @@ Joined follow(Store& store, const std::string& key, int rank, int leader, std::c
     j.reason = "rank " + std::to_string(leader) + " could not create the shared memory: " + offer.substr(1);
   } else {
     try {
+      if (offer.size() != 16 || offer.find_first_not_of("0123456789abcdef") != std::string::npos)
+        throw ShmUnavailable("rank " + std::to_string(leader) + " offered '" + offer + "', not a segment name");
       const uint64_t nonce = std::stoull(offer, nullptr, 16);
       j.memory = SharedMemory::attach(fetch_fd("ddp-gloo-shm-" + offer, rank, timeout));
       ShmGroup::verify(j.memory, nonce);
@@ -171,9 +174,12 @@ Topology discover_topology(Store& store, const std::string& prefix, int rank, in
   // Every rank names its host by its lowest member; all ranks read the same table.
   store.set(key + "/leader/" + std::to_string(rank), bytes_of(std::to_string(joined.members.front())));
   std::map<int, std::vector<int>> by_leader;
-  for (int r = 0; r < size; ++r)
-    by_leader[r == rank ? joined.members.front() : std::stoi(text_of(store.get(key + "/leader/" + std::to_string(r))))]
+  for (int r = 0; r < size; ++r) {
+    const std::string k = key + "/leader/" + std::to_string(r);
+    by_leader[r == rank ? joined.members.front()
+                        : static_cast<int>(util::parse_int("store key " + k, text_of(store.get(k)), 0, size - 1))]
         .push_back(r);
+  }
   Topology t;
   for (auto& [leader, ranks] : by_leader) {
     if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) t.host = static_cast<int>(t.hosts.size());
