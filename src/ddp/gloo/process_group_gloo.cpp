@@ -34,6 +34,7 @@
 #include "ddp/gloo/store_adapter.h"
 #include "ddp/gloo/tcp_device.h"
 #include "ddp/gloo/work.h"
+#include "util/numbers.h"
 
 namespace ddp {
 namespace gloo_backend {
@@ -197,9 +198,11 @@ class ProcessGroupGloo final : public ProcessGroup {
   void run(const std::string& name, OpRun run, const OpSignature& signature, Body& body, GlooWork& work);
   std::chrono::milliseconds effective(std::chrono::milliseconds t) const { return t.count() > 0 ? t : timeout_; }
   void learn_peer_addresses(GlooStoreAdapter& store);
+  std::exception_ptr name_first_lost_peer(std::exception_ptr error, const GroupFailure& failure);
 
   // Kept alive with the group: when rank 0 hosts the store server, peers may still be using it.
   std::shared_ptr<Store> store_;
+  std::string prefix_;  // this group's store keys: "gloo/<n>"
   std::shared_ptr<::gloo::Context> context_;
   PeerDirectory peers_;
   size_t direct_allreduce_max_bytes_;
@@ -232,6 +235,7 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
   TcpDeviceChoice choice = choose_tcp_device(options.hostname());
   auto device = make_tcp_device(choice);
   const std::string prefix = "gloo/" + std::to_string(g_group_counter.fetch_add(1));
+  prefix_ = prefix;
   GlooStoreAdapter adapter(store, prefix, options.timeout());
   auto context = std::make_shared<::gloo::rendezvous::Context>(rank, size);
   // Gloo's tcp::Pair waits 5x its timeout for the initial connect (pair.h, waitUntil), so a peer that
@@ -357,6 +361,10 @@ void ProcessGroupGloo::run(const std::string& name, OpRun op, const OpSignature&
   }
   if (error) {
     GroupFailure failure = GroupFailure::from(error);
+    if (failure.kind == GroupFailure::Kind::kPeer) {
+      error = name_first_lost_peer(error, failure);
+      failure = GroupFailure::from(error);
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!failure_) failure_ = failure;
@@ -377,6 +385,29 @@ void ProcessGroupGloo::run(const std::string& name, OpRun op, const OpSignature&
     }
   }
   work.finish(error);
+}
+
+// A rank that sees a peer die reports it through the store before its own connections close (a
+// lost peer does not close them; the process exits later). A rank that only sees such a survivor
+// leave (a leader of a hierarchical collective, a neighbour of the exiting rank) then names the
+// rank that died first, not the one that left after it: every report of a death happens before
+// the exits it causes. Best effort: when the store is gone too, the local view stands.
+std::exception_ptr ProcessGroupGloo::name_first_lost_peer(std::exception_ptr error, const GroupFailure& failure) {
+  if (failure.peer < 0 || size_ <= 2) return error;
+  try {
+    const std::string mine = std::to_string(failure.peer);
+    Store::Bytes now = store_->compare_set(prefix_ + "/lost_peer", {}, Store::Bytes(mine.begin(), mine.end()));
+    const std::string first(now.begin(), now.end());
+    if (first == mine) return error;
+    const int rank = static_cast<int>(util::parse_int("store key " + prefix_ + "/lost_peer", first, 0, size_ - 1));
+    return std::make_exception_ptr(PeerError(failure.message + "; rank " + std::to_string(rank) +
+                                                 " had died first (another rank reported it), rank " +
+                                                 std::to_string(failure.peer) + " left after it",
+                                             rank_, rank));
+  } catch (const std::exception& e) {
+    DDP_LOG(DEBUG) << "gloo: could not compare the lost peer through the store: " << e.what();
+    return error;
+  }
 }
 
 // ---- operations ----------------------------------------------------------------------------------
