@@ -138,10 +138,12 @@ class Hosts:
         """{rank: exit code (negative: signal)}; a rank still running after `timeout` is a hang."""
         deadline = time.time() + timeout
         codes = {}
+        self.exited_at = {}  # rank: time.monotonic() when seen gone (CLOCK_MONOTONIC, as the workers' steady_clock)
         while len(codes) < len(procs):
             for rank, (p, _) in procs.items():
                 if rank not in codes and p.poll() is not None:
                     codes[rank] = p.returncode
+                    self.exited_at[rank] = time.monotonic()
             if time.time() > deadline:
                 hung = sorted(set(procs) - set(codes))
                 for rank in hung:
@@ -244,6 +246,11 @@ def check_peer_killed(h):
     codes = h.wait(procs)
     if codes[victim] != -signal.SIGKILL:
         raise CheckFailed(f"victim rank {victim} exited {codes[victim]}, not by SIGKILL" + tail_logs(procs, [victim]))
+    # How long the victim took to be gone after writing its death time (a slow death delays what the
+    # survivors can see: its sockets close only when the process is gone).
+    with open(killed_at) as f:
+        gone = h.exited_at[victim] - int(f.read()) / 1e9
+    print(f"  victim rank {victim} seen gone {gone:.3f} s after its death time (20 ms polling)")
     survivors = sorted(r for r in codes if r != victim)
     bad = [r for r in survivors if codes[r] != 0]
     if bad:
