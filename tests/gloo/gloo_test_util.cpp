@@ -15,9 +15,10 @@ WorkerOptions gloo_worker_options() {
 }
 
 std::shared_ptr<Store> worker_store() {
-  // Rank 0 hosts the TCP store on MASTER_PORT, as init_process_group does.
+  // Rank 0 hosts the TCP store on MASTER_PORT, as init_process_group does. MASTER_ADDR is loopback under
+  // run_workers; the multi-host rehearsal (tests/rehearsal/gloo_hosts.py) sets rank 0's pod address.
   return std::make_shared<TCPStore>(TCPStoreOptions()
-                                        .host("127.0.0.1")
+                                        .host(env_or("MASTER_ADDR", "127.0.0.1"))
                                         .port(env_int("MASTER_PORT", 29500))
                                         .is_server(env_int("RANK", 0) == 0)
                                         .timeout(std::chrono::seconds(60))
@@ -32,7 +33,9 @@ std::shared_ptr<ProcessGroup> make_test_group(std::chrono::milliseconds timeout)
 }
 
 std::shared_ptr<ProcessGroup> make_test_group(std::shared_ptr<Store> store, GlooOptions options) {
-  options.hostname("127.0.0.1");
+  // Loopback unless an interface is named (the rehearsal's pods reach each other through eth0 only).
+  if (env_or("GLOO_SOCKET_IFNAME", "").empty() && env_or("DDP_SOCKET_IFNAME", "").empty())
+    options.hostname("127.0.0.1");
   return make_gloo_process_group(std::move(store), env_int("RANK", 0), env_int("WORLD_SIZE", 1), options);
 }
 

@@ -20,12 +20,13 @@ namespace ddp::testing {
 /// Worker options for a gloo test.
 WorkerOptions gloo_worker_options();
 
-/// A TCP store on MASTER_PORT, hosted by rank 0.
+/// A TCP store on MASTER_ADDR:MASTER_PORT (default 127.0.0.1), hosted by rank 0.
 std::shared_ptr<Store> worker_store();
 
 /// A gloo group over loopback for this worker (RANK / WORLD_SIZE from the environment).
 std::shared_ptr<ProcessGroup> make_test_group(std::chrono::milliseconds timeout = std::chrono::seconds(60));
-/// Another group on an existing store (rank 0 hosts one server per port), with `options` (bound to loopback).
+/// Another group on an existing store (rank 0 hosts one server per port), with `options` (bound to loopback
+/// unless GLOO_SOCKET_IFNAME / DDP_SOCKET_IFNAME name an interface).
 std::shared_ptr<ProcessGroup> make_test_group(std::shared_ptr<Store> store, GlooOptions options);
 
 /// Element i of rank r's data: (r + 1) * (i % 7 + 1), as `dtype`, shaped `sizes`.
