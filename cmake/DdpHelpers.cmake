@@ -12,11 +12,13 @@ function(ddp_add_subdirectories dir)
   endforeach()
 endfunction()
 
-# ddp_add_gtest(NAME SOURCES a.cpp b.cpp [LIBS x y] [TIMEOUT s] [LABELS l])  (NAME is a label too)
+# ddp_add_gtest(NAME SOURCES a.cpp b.cpp [LIBS x y] [TIMEOUT s] [LABELS l] [VARIANT prefix VAR=value])
+# (NAME is a label too). VARIANT registers every test a second time, named prefix + test, run with
+# the environment variable set (test_gloo: "tcp." with DDP_SHM=0).
 # One GoogleTest executable linked with the multi-process test support (tests/support), registered
 # with ctest test by test. Executables re-run themselves as worker processes (see multiprocess.h).
 function(ddp_add_gtest name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS;VARIANT" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ddp_test_support ${ARG_LIBS})
   if(NOT ARG_TIMEOUT)
@@ -33,6 +35,14 @@ function(ddp_add_gtest name)
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 120
     PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${name};${ARG_LABELS}")
+  if(ARG_VARIANT)
+    list(GET ARG_VARIANT 0 _prefix)
+    list(GET ARG_VARIANT 1 _env)
+    gtest_discover_tests(${name}
+      TEST_PREFIX ${_prefix}
+      DISCOVERY_TIMEOUT 120
+      PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${name};${ARG_LABELS}" ENVIRONMENT "${_env}")
+  endif()
 endfunction()
 
 # ddp_test_internal_units(TARGET src/ddp/area/unit.cpp ...)

@@ -28,6 +28,11 @@ struct GlooOptions {
   /// has a fixed cost, so one round wins until the ring's lower traffic does; the measured crossovers
   /// behind the default are in docs/PERFORMANCE.md. 0: always the ring.
   TORCH_ARG(size_t, direct_allreduce_max_bytes) = 4 << 20;
+  /// Ranks on one host (same boot id and network namespace, confirmed by handing them one memfd)
+  /// move data through shared memory; across hosts the collectives become hierarchical (within
+  /// each host, then among one leader per host over TCP). false, or $DDP_SHM=0: TCP between every
+  /// pair, as torch's Gloo. docs/PROCESS_GROUP.md says how hosts are found and what it costs.
+  TORCH_ARG(bool, shared_memory) = true;
 };
 
 /// Connects the full mesh through `store` (keys under "gloo/<n>/", n counting this process's gloo

@@ -6,6 +6,7 @@
 #include <gloo/types.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "ddp/gloo/failure.h"
 #include "ddp/gloo/op_signature.h"
@@ -13,17 +14,23 @@
 
 namespace ddp::gloo_backend {
 
-Exchange::Exchange(const OpEnv& env, uint8_t slot_prefix)
-    : env_(env), slot_(::gloo::Slot::build(slot_prefix, env.tag)) {
+Exchange::Exchange(const OpEnv& env, uint8_t slot_prefix, std::vector<int> members)
+    : env_(env), members_(std::move(members)), slot_(::gloo::Slot::build(slot_prefix, env.tag)) {
+  if (members_.empty()) {
+    rank_ = env_.context->rank;
+    size_ = env_.context->size;
+  } else {
+    auto it = std::find(members_.begin(), members_.end(), env_.context->rank);
+    if (it == members_.end()) throw std::logic_error("Exchange: this rank is not among the members");
+    rank_ = static_cast<int>(it - members_.begin());
+    size_ = static_cast<int>(members_.size());
+  }
   if (env_.monitor) env_.monitor->watch(this);
 }
 
 Exchange::~Exchange() {
   if (env_.monitor) env_.monitor->unwatch(this);
 }
-
-int Exchange::rank() const { return env_.context->rank; }
-int Exchange::size() const { return env_.context->size; }
 
 Exchange::Buffer* Exchange::buffer(void* ptr, size_t bytes) {
   auto buf = env_.context->createUnboundBuffer(ptr, bytes);
@@ -40,18 +47,18 @@ void Exchange::send(Buffer* buf, int peer, size_t offset, size_t bytes, uint8_t 
   pass_gate();
   if (aborted_) throw_aborted();
   try {
-    buf->send(peer, slot_ + channel, offset, bytes);
+    buf->send(global(peer), slot_ + channel, offset, bytes);
   } catch (const ::gloo::IoException& e) {
-    throw TransportFailure(TransportFailure::Kind::kPeerLost, peer, strip_gloo_location(e.what()));
+    throw TransportFailure(TransportFailure::Kind::kPeerLost, global(peer), strip_gloo_location(e.what()));
   }
 }
 
 void Exchange::recv(Buffer* buf, int peer, size_t offset, size_t bytes, uint8_t channel) {
   if (aborted_) throw_aborted();
   try {
-    buf->recv(peer, slot_ + channel, offset, bytes);
+    buf->recv(global(peer), slot_ + channel, offset, bytes);
   } catch (const ::gloo::IoException& e) {
-    throw TransportFailure(TransportFailure::Kind::kPeerLost, peer, strip_gloo_location(e.what()));
+    throw TransportFailure(TransportFailure::Kind::kPeerLost, global(peer), strip_gloo_location(e.what()));
   }
 }
 
@@ -63,7 +70,8 @@ std::chrono::milliseconds Exchange::time_left() const {
   return std::max(left, std::chrono::milliseconds(1));
 }
 
-void Exchange::wait(Buffer* buf, int peer, bool send) {
+void Exchange::wait(Buffer* buf, int member, bool send) {
+  const int peer = global(member);
   pass_gate();
   if (aborted_) throw_aborted();
   bool completed = false;

@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "ddp/gloo/gloo_fwd.h"
+#include "ddp/gloo/peer_monitor.h"
 
 namespace ddp::gloo_backend {
 
 class PeerDirectory;
-class PeerMonitor;
 class SignatureCheck;
 
 /// How one of our own algorithms failed; translate_failure() turns it into PeerError/TimeoutError.
@@ -49,18 +49,21 @@ struct OpEnv {
   SignatureCheck* gate = nullptr;
 };
 
-class Exchange {
+class Exchange final : public Abortable {
  public:
   using Buffer = ::gloo::transport::UnboundBuffer;
 
   /// `slot_prefix` keeps this algorithm's messages apart from other kinds (Gloo's use 0x01-0x08).
-  Exchange(const OpEnv& env, uint8_t slot_prefix);
+  /// `members`: the global ranks taking part, ascending, this rank among them (the leaders of a
+  /// hierarchical collective); empty: every rank. rank(), size() and every peer argument below
+  /// count within the members, so the algorithms run unchanged on a subset.
+  Exchange(const OpEnv& env, uint8_t slot_prefix, std::vector<int> members = {});
   ~Exchange();
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
 
-  int rank() const;
-  int size() const;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
 
   /// A buffer over `bytes` at `ptr`, owned by this Exchange (valid until it is destroyed).
   Buffer* buffer(void* ptr, size_t bytes);
@@ -73,16 +76,19 @@ class Exchange {
   void wait_send(Buffer* buf, int peer);
   void wait_recv(Buffer* buf, int peer);
 
-  /// Called by the PeerMonitor: the connection to `peer` failed with `cause`; every wait throws.
-  void abort(int peer, const std::string& cause);
+  /// Called by the PeerMonitor: the connection to `peer` (a global rank) failed with `cause`; every wait throws.
+  void abort(int peer, const std::string& cause) override;
 
  private:
+  int global(int peer) const { return members_.empty() ? peer : members_[peer]; }
   void wait(Buffer* buf, int peer, bool send);
   void pass_gate();
   [[noreturn]] void throw_aborted();
   std::chrono::milliseconds time_left() const;
 
   OpEnv env_;
+  std::vector<int> members_;
+  int rank_ = 0, size_ = 1;
   uint64_t slot_;
   std::mutex mu_;  // guards buffers_ and the abort details
   std::vector<std::unique_ptr<Buffer>> buffers_;

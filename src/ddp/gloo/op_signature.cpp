@@ -113,6 +113,30 @@ OpSignature decode(const uint8_t in[kOpSignatureBytes]) {
   return s;
 }
 
+void require_same_signatures(const std::vector<OpSignature>& by_member, const std::vector<int>& ranks, int my_rank,
+                             const std::string& op_name) {
+  // Distinct calls in rank order, each with its ranks.
+  std::vector<std::pair<OpSignature, std::vector<int>>> calls;
+  for (size_t m = 0; m < by_member.size(); ++m) {
+    const OpSignature& s = by_member[m];
+    auto it = std::find_if(calls.begin(), calls.end(), [&](const auto& c) { return c.first == s; });
+    if (it == calls.end()) calls.push_back({s, {ranks[m]}});
+    else it->second.push_back(ranks[m]);
+  }
+  if (calls.size() <= 1) return;
+  std::string msg = op_name + " on rank " + std::to_string(my_rank) + " does not match across ranks: ";
+  for (size_t i = 0; i < calls.size(); ++i) {
+    std::string what = calls[i].first.describe();
+    // Same description, different fused layout (e.g. contiguous on one rank, not on another).
+    for (size_t j = 0; j < calls.size(); ++j)
+      if (j != i && calls[j].first.describe() == what) what += " [layout " + std::to_string(calls[i].first.layout) + "]";
+    msg += (i ? "; " : "") + ranks_text(calls[i].second) + " called " + what;
+  }
+  msg += ". Every rank must issue the same collectives in the same order with the same sizes, dtypes and roots "
+         "(a program bug: no data was sent, and the group is now unusable)";
+  throw ConfigError(msg);
+}
+
 SignatureCheck::SignatureCheck(const OpEnv& env, uint8_t slot_prefix, const OpSignature& mine, std::string op_name)
     : mine_(mine), op_name_(std::move(op_name)) {
   OpEnv own = env;
@@ -145,29 +169,14 @@ void SignatureCheck::finish() {
     // Our signature has left before anyone fails, so every rank can name every call.
     for (int step = 1; step < n; ++step) ex_->wait_send(buf_, (rank + step) % n);
 
-    // Distinct calls in rank order, each with its ranks.
-    std::vector<std::pair<OpSignature, std::vector<int>>> calls;
+    std::vector<OpSignature> all;
+    std::vector<int> ranks;
     for (int r = 0; r < n; ++r) {
-      OpSignature s = r == rank ? mine_ : decode(all_.data() + kOpSignatureBytes * r);
-      auto it = std::find_if(calls.begin(), calls.end(), [&](const auto& c) { return c.first == s; });
-      if (it == calls.end()) calls.push_back({s, {r}});
-      else it->second.push_back(r);
+      all.push_back(r == rank ? mine_ : decode(all_.data() + kOpSignatureBytes * r));
+      ranks.push_back(r);
     }
-    if (calls.size() == 1) {
-      state_ = State::kPassed;
-      return;
-    }
-    std::string msg = op_name_ + " on rank " + std::to_string(rank) + " does not match across ranks: ";
-    for (size_t i = 0; i < calls.size(); ++i) {
-      std::string what = calls[i].first.describe();
-      // Same description, different fused layout (e.g. contiguous on one rank, not on another).
-      for (size_t j = 0; j < calls.size(); ++j)
-        if (j != i && calls[j].first.describe() == what) what += " [layout " + std::to_string(calls[i].first.layout) + "]";
-      msg += (i ? "; " : "") + ranks_text(calls[i].second) + " called " + what;
-    }
-    msg += ". Every rank must issue the same collectives in the same order with the same sizes, dtypes and roots "
-           "(a program bug: no data was sent, and the group is now unusable)";
-    throw ConfigError(msg);
+    require_same_signatures(all, ranks, rank, op_name_);
+    state_ = State::kPassed;
   } catch (...) {
     failure_ = std::current_exception();
     throw;

@@ -53,6 +53,11 @@ constexpr size_t kOpSignatureBytes = 64;
 void encode(const OpSignature& s, uint8_t out[kOpSignatureBytes]);
 OpSignature decode(const uint8_t in[kOpSignatureBytes]);
 
+/// Throws ConfigError "<op_name> on rank R does not match across ranks: ranks 0, 1 called ...; rank 2
+/// called ..." unless every signature in `by_member` is equal; `ranks` are the members' global ranks.
+void require_same_signatures(const std::vector<OpSignature>& by_member, const std::vector<int>& ranks, int my_rank,
+                             const std::string& op_name);
+
 /// One operation's signature exchange. The constructor posts the receives of every peer's signature
 /// and the sends of ours (slot prefix `slot_prefix`) and returns; finish() waits for them and throws
 /// ConfigError "<op_name> on rank R does not match across ranks: ..." when any differs. finish() runs

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <string>
 
-#include "ddp/gloo/exchange.h"
 #include "ddp/gloo/failure.h"
 
 namespace ddp::gloo_backend {
@@ -44,14 +43,14 @@ PeerMonitor::~PeerMonitor() {
   context_->closeConnections();
 }
 
-void PeerMonitor::watch(Exchange* exchange) {
+void PeerMonitor::watch(Abortable* target) {
   std::lock_guard<std::mutex> lock(mu_);
-  watched_.push_back(exchange);
+  watched_.push_back(target);
 }
 
-void PeerMonitor::unwatch(Exchange* exchange) {
+void PeerMonitor::unwatch(Abortable* target) {
   std::lock_guard<std::mutex> lock(mu_);
-  watched_.erase(std::remove(watched_.begin(), watched_.end(), exchange), watched_.end());
+  watched_.erase(std::remove(watched_.begin(), watched_.end(), target), watched_.end());
 }
 
 int PeerMonitor::find_failed_peer(std::string* cause) {
@@ -77,9 +76,9 @@ void PeerMonitor::loop() {
     if (stopping_ || watched_.empty()) continue;
     std::string cause;
     int peer = find_failed_peer(&cause);
-    // Still under the lock: the Exchange cannot go away while it is aborted.
+    // Still under the lock: a target cannot go away while it is aborted.
     if (peer >= 0)
-      for (Exchange* e : watched_) e->abort(peer, cause);
+      for (Abortable* t : watched_) t->abort(peer, cause);
   }
 }
 

@@ -19,7 +19,16 @@
 
 namespace ddp::gloo_backend {
 
-class Exchange;
+/// What the monitor interrupts when a connection fails: an operation's Exchange (TCP) or the
+/// shared-memory group it waits in.
+class Abortable {
+ public:
+  /// The connection to `peer` failed with `cause`; every wait in progress or to come throws.
+  virtual void abort(int peer, const std::string& cause) = 0;
+
+ protected:
+  ~Abortable() = default;
+};
 
 class PeerMonitor {
  public:
@@ -28,9 +37,9 @@ class PeerMonitor {
   PeerMonitor(const PeerMonitor&) = delete;
   PeerMonitor& operator=(const PeerMonitor&) = delete;
 
-  /// The Exchange to abort when a connection fails (one at a time; operations run one by one).
-  void watch(Exchange* exchange);
-  void unwatch(Exchange* exchange);
+  /// What to abort when a connection fails (the running operation's Exchanges and shared-memory waits).
+  void watch(Abortable* target);
+  void unwatch(Abortable* target);
 
  private:
   void loop();
@@ -42,7 +51,7 @@ class PeerMonitor {
   std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> canaries_;  // by peer rank
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<Exchange*> watched_;  // the signature check's and the running algorithm's
+  std::vector<Abortable*> watched_;  // the signature check's, the running algorithm's, the shm group
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -15,20 +15,21 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
 
-#include "ddp/gloo/direct_allreduce.h"
 #include "ddp/gloo/exchange.h"
 #include "ddp/gloo/failure.h"
 #include "ddp/gloo/op_signature.h"
 #include "ddp/gloo/reduce_functions.h"
 #include "ddp/gloo/peer_monitor.h"
-#include "ddp/gloo/ring.h"
+#include "ddp/gloo/routed_collectives.h"
+#include "ddp/gloo/shm_collectives.h"
+#include "ddp/gloo/shm_topology.h"
 #include "ddp/gloo/sigpipe_guard.h"
-#include "ddp/gloo/small_collectives.h"
 #include "ddp/gloo/staging.h"
 #include "ddp/gloo/store_adapter.h"
 #include "ddp/gloo/tcp_device.h"
@@ -40,18 +41,13 @@ namespace {
 
 // A contiguous tensor at least this large is reduced in place instead of being fused with others.
 constexpr size_t kInPlaceMinBytes = 1 << 20;
-// The ring sends each chunk in segments of at most this size, two in flight. Gloo's ring uses 1 MiB;
-// 4 MiB measured up to 3x faster at 8 MiB over loopback (docs/PERFORMANCE.md).
-constexpr size_t kRingSegmentBytes = 4 << 20;
 // How often the PeerMonitor checks the connections while an operation runs.
 constexpr std::chrono::milliseconds kMonitorInterval(200);
-// Slot prefixes of ddp's algorithms (Gloo's own collectives use 0x01-0x08; 0x4f is the monitor's).
-constexpr uint8_t kReduceScatterSlots = 0x41;
-constexpr uint8_t kDirectAllreduceSlots = 0x42;
-constexpr uint8_t kRingAllreduceSlots = 0x43;
-constexpr uint8_t kAllgatherSlots = 0x44;
-constexpr uint8_t kBroadcastSlots = 0x45;
+// Slot prefix of the signature check (routed_collectives.cpp has the algorithms').
 constexpr uint8_t kSignatureSlots = 0x47;
+// Each shared-memory slot buffer: pieces this size stay in the caches while they are copied and
+// reduced (measured in docs/PERFORMANCE.md, "Shared memory").
+constexpr size_t kShmPieceBytes = 256 << 10;
 
 std::atomic<int> g_group_counter{0};
 
@@ -132,6 +128,35 @@ std::string readable_address(const ::gloo::transport::tcp::Address& a) {
   return a.str();
 }
 
+// DDP_SHM: "1" (default) or "0"; anything else is a ConfigError naming the variable.
+bool shared_memory_from_env(bool option, std::string* reason) {
+  const char* v = std::getenv("DDP_SHM");
+  if (!option) *reason = "GlooOptions::shared_memory is false";
+  if (v == nullptr || *v == '\0') return option;
+  std::string s(v);
+  if (s == "0") {
+    *reason = "DDP_SHM=0";
+    return false;
+  }
+  if (s == "1") return option;
+  throw ConfigError("DDP_SHM is '" + s + "'; expected 1 (ranks on one host share memory, the default) or 0 (TCP only)");
+}
+
+// Watches `target` for the PeerMonitor while an operation runs.
+class WatchGuard {
+ public:
+  WatchGuard(PeerMonitor* monitor, Abortable* target) : monitor_(target ? monitor : nullptr), target_(target) {
+    if (monitor_) monitor_->watch(target_);
+  }
+  ~WatchGuard() {
+    if (monitor_) monitor_->unwatch(target_);
+  }
+
+ private:
+  PeerMonitor* monitor_;
+  Abortable* target_;
+};
+
 // ---- the group ----------------------------------------------------------------------------------
 
 class ProcessGroupGloo final : public ProcessGroup {
@@ -158,6 +183,9 @@ class ProcessGroupGloo final : public ProcessGroup {
   OpEnv env(const OpRun& run) {
     return {context_, run.tag, run.deadline, run.timeout, &peers_, monitor_.get(), run.gate};
   }
+  Route route(const OpRun& run) { return {topology_, env(run), arena_, direct_allreduce_max_bytes_}; }
+  // Every rank on one host: collectives never touch TCP (the monitor still watches it).
+  bool shm_only() const { return topology_.local && topology_.hosts.size() == 1; }
   using Body = std::function<void(OpRun&)>;
 
   WorkPtr enqueue(const std::string& kind, const std::string& details, std::chrono::milliseconds timeout,
@@ -171,6 +199,7 @@ class ProcessGroupGloo final : public ProcessGroup {
   std::shared_ptr<::gloo::Context> context_;
   PeerDirectory peers_;
   size_t direct_allreduce_max_bytes_;
+  Topology topology_;
   ScratchArena arena_;  // worker thread only
   std::mutex mu_;       // guards next_seq_ and failure_
   uint32_t next_seq_ = 0;
@@ -191,6 +220,8 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
     throw ConfigError("make_gloo_process_group: timeout must be positive (got " +
                       std::to_string(options.timeout().count()) + " ms)");
 
+  std::string shm_off;
+  const bool shm = shared_memory_from_env(options.shared_memory(), &shm_off);
   // Every thread started from here on (Gloo's I/O loop, the monitor, our operation threads)
   // inherits a mask with SIGPIPE blocked.
   ScopedSigpipeBlock sigpipe_blocked;
@@ -221,13 +252,15 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
   context_ = context;
   try {
     learn_peer_addresses(adapter);
+    topology_ = discover_topology(*store_, prefix, rank, size, shm, shm_off, kShmPieceBytes, options.timeout());
   } catch (const TimeoutError& e) {
     throw TimeoutError(what + ": " + e.what() + " (a rank died during the rendezvous)");
   }
   monitor_ = std::make_unique<PeerMonitor>(context_, kMonitorInterval);
   queue_ = std::make_unique<OpQueue>();
   DDP_LOG(INFO) << "gloo process group ready: rank " << rank << " of " << size << ", bound to " << device->str()
-                << " (" << choice.reason << "), timeout " << options.timeout().count() << " ms";
+                << " (" << choice.reason << "), timeout " << options.timeout().count()
+                << " ms, transport: " << topology_.describe();
 }
 
 ProcessGroupGloo::~ProcessGroupGloo() {
@@ -297,12 +330,23 @@ void ProcessGroupGloo::run(const std::string& name, OpRun op, const OpSignature&
     c10::NoGradGuard no_grad;  // results are copied into tensors that may require grad
     arena_.reset();
     op.deadline = std::chrono::steady_clock::now() + op.timeout;
-    // No data leaves before every rank's call is known to match (the body's first send or wait
-    // passes the gate): a mismatched call would crash Gloo's event loop or reduce stale bytes.
-    SignatureCheck check(env(op), kSignatureSlots, signature, name);
-    op.gate = &check;
-    if (body) body(op);
-    check.finish();  // an operation with nothing to send (a barrier, zero bytes) checks here
+    ShmGroup* shm = topology_.local.get();
+    if (shm) shm->begin(op.deadline, op.timeout);
+    WatchGuard watch(monitor_.get(), shm);
+    if (shm_only()) {
+      // The signatures meet in the segment; that sync is the barrier too.
+      shm_check_signatures(*shm, signature, name);
+      if (body) body(op);
+    } else {
+      // No data leaves before every rank's call is known to match (the body's first send or wait
+      // passes the gate): a mismatched call would crash Gloo's event loop or reduce stale bytes.
+      SignatureCheck check(env(op), kSignatureSlots, signature, name);
+      op.gate = &check;
+      // Hierarchical: shared memory moves data before any TCP send would pass the gate.
+      if (shm) check.finish();
+      if (body) body(op);
+      check.finish();  // an operation with nothing to send (a barrier, zero bytes) checks here
+    }
   } catch (...) {
     FailureContext ctx{name, rank_, size_, op.timeout.count(), -1};
     error = translate_failure(std::current_exception(), ctx, peers_);
@@ -318,6 +362,8 @@ void ProcessGroupGloo::run(const std::string& name, OpRun op, const OpSignature&
     // now instead of after their own timeout.
     bool close = failure.kind != GroupFailure::Kind::kPeer;
     DDP_LOG(WARN) << failure.message << (close ? "; closing every connection of this gloo process group" : "");
+    // Ranks of this host waiting in the segment learn it now, whatever the cause.
+    if (topology_.local) topology_.local->fail();
     if (close) {
       try {
         context_->closeConnections();
@@ -347,27 +393,8 @@ WorkPtr ProcessGroupGloo::allreduce(std::vector<at::Tensor>& tensors, const Allr
                    for (const auto& g : groups) {
                      Staged staged(g, arena_);
                      staged.pack();
-                     auto* data = static_cast<uint8_t*>(staged.data());
-                     const size_t element_size = c10::elementSize(g.dtype);
-                     if (prefer_direct_allreduce(staged.bytes(), size_, direct_allreduce_max_bytes_)) {
-                       Exchange ex(env(run), kDirectAllreduceSlots);
-                       at::Tensor scratch = arena_.take(at::kByte, static_cast<int64_t>(staged.bytes()) * size_);
-                       direct_allreduce(ex, data, staged.bytes(), element_size, fns.at(g.dtype),
-                                        static_cast<uint8_t*>(scratch.data_ptr()));
-                     } else {
-                       Exchange ex(env(run), kRingAllreduceSlots);
-                       RingArgs args;
-                       args.data = data;
-                       args.chunks = ChunkLayout::even(static_cast<size_t>(staged.numel()), element_size, size_);
-                       args.element_size = element_size;
-                       args.reduce = fns.at(g.dtype);
-                       args.reduce_scatter = args.allgather = true;
-                       args.max_segment_bytes = kRingSegmentBytes;
-                       at::Tensor scratch =
-                           arena_.take(at::kByte, 2 * static_cast<int64_t>(scratch_segment_bytes(args, size_)));
-                       args.scratch = static_cast<uint8_t*>(scratch.data_ptr());
-                       ring(ex, args);
-                     }
+                     routed_allreduce(route(run), static_cast<uint8_t*>(staged.data()), staged.bytes(),
+                                      c10::elementSize(g.dtype), fns.at(g.dtype));
                      if (rop == ReduceOp::kAvg) divide_for_average(staged.flat(), size_);
                      staged.unpack();
                    }
@@ -389,8 +416,7 @@ WorkPtr ProcessGroupGloo::broadcast(std::vector<at::Tensor>& tensors, const Broa
                    for (const auto& g : groups) {
                      Staged staged(g, arena_);
                      if (rank_ == root) staged.pack();
-                     Exchange ex(env(run), kBroadcastSlots);
-                     gloo_backend::broadcast(ex, static_cast<uint8_t*>(staged.data()), staged.bytes(), root);
+                     routed_broadcast(route(run), static_cast<uint8_t*>(staged.data()), staged.bytes(), root);
                      if (rank_ != root) staged.unpack();
                    }
                  });
@@ -420,14 +446,8 @@ WorkPtr ProcessGroupGloo::allgather(std::vector<at::Tensor>& outputs, const at::
                    at::Tensor gathered = direct ? at::Tensor() : arena_.take(input.scalar_type(), n * size_);
                    at::Tensor mine = direct ? outputs[rank_].view({-1}) : gathered.narrow(0, rank_ * n, n);
                    if (mine.data_ptr() != input.data_ptr()) copy_into_flat(input, mine);
-                   Exchange ex(env(run), kAllgatherSlots);
-                   RingArgs args;
-                   args.data = static_cast<uint8_t*>(direct ? outputs[0].data_ptr() : gathered.data_ptr());
-                   args.chunks = ChunkLayout::equal(bytes, size_);
-                   args.element_size = input.element_size();
-                   args.allgather = true;
-                   args.max_segment_bytes = kRingSegmentBytes;
-                   ring(ex, args);
+                   routed_allgather(route(run),
+                                    static_cast<uint8_t*>(direct ? outputs[0].data_ptr() : gathered.data_ptr()), bytes);
                    if (!direct)
                      for (int i = 0; i < size_; ++i) copy_from_flat(gathered.narrow(0, i * n, n), outputs[i]);
                  });
@@ -455,19 +475,10 @@ WorkPtr ProcessGroupGloo::reduce_scatter(at::Tensor& output, std::vector<at::Ten
                    // The ring overwrites other ranks' chunks with partial results: work on a copy.
                    at::Tensor flat = arena_.take(output.scalar_type(), n * size_);
                    for (int i = 0; i < size_; ++i) copy_into_flat(inputs[i], flat.narrow(0, i * n, n));
-                   Exchange ex(env(run), kReduceScatterSlots);
-                   RingArgs args;
-                   args.data = static_cast<uint8_t*>(flat.data_ptr());
-                   args.chunks = ChunkLayout::equal(output.nbytes(), size_);
-                   args.element_size = output.element_size();
-                   args.reduce = fn;
-                   args.reduce_scatter = true;
-                   args.max_segment_bytes = kRingSegmentBytes;
-                   at::Tensor scratch =
-                       arena_.take(at::kByte, 2 * static_cast<int64_t>(scratch_segment_bytes(args, size_)));
-                   args.scratch = static_cast<uint8_t*>(scratch.data_ptr());
-                   ring(ex, args);
-                   at::Tensor mine = flat.narrow(0, rank_ * n, n);
+                   at::Tensor mine = arena_.take(output.scalar_type(), n);
+                   routed_reduce_scatter(route(run), static_cast<uint8_t*>(flat.data_ptr()),
+                                         static_cast<uint8_t*>(mine.data_ptr()), output.nbytes(),
+                                         output.element_size(), fn);
                    if (rop == ReduceOp::kAvg) divide_for_average(mine, size_);
                    copy_from_flat(mine, output);
                  });
