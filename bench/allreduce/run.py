@@ -63,16 +63,16 @@ def human(n):
 
 
 def parse_variant(text):
-    """'LABEL:VAR=VALUE,VAR=VALUE' -> (label, {VAR: VALUE}); exits 2 naming the bad text."""
+    """'LABEL:VAR=VALUE,VAR=VALUE' -> (label, {VAR: VALUE}); ValueError naming the bad text."""
     label, sep, assignments = text.partition(":")
     env = {}
     for item in filter(None, assignments.split(",")):
         var, eq, value = item.partition("=")
         if not eq or not var:
-            sys.exit(f"run.py: --variant '{text}': expected LABEL:VAR=VALUE[,VAR=VALUE...]")
+            raise ValueError(f"--variant '{text}': expected LABEL:VAR=VALUE[,VAR=VALUE...]")
         env[var] = value
     if not sep or not label.strip() or label == TORCH:
-        sys.exit(f"run.py: --variant '{text}': expected LABEL:VAR=VALUE[,VAR=VALUE...] (LABEL not '{TORCH}')")
+        raise ValueError(f"--variant '{text}': expected LABEL:VAR=VALUE[,VAR=VALUE...] (LABEL not '{TORCH}')")
     return label.strip(), env
 
 
@@ -92,13 +92,16 @@ def main():
     p.add_argument("--out", default="", help="also write every round's times as JSON here")
     a = p.parse_args()
 
-    variants = [parse_variant(v) for v in a.variant]
+    try:
+        variants = [parse_variant(v) for v in a.variant]
+    except ValueError as e:
+        p.error(str(e))  # exit status 2: bad input
     if a.shm_vs_tcp:
         variants += [("ddp shm", {"DDP_SHM": "1"}), ("ddp tcp", {"DDP_SHM": "0"})]
     if not variants:
         variants = [("ddp", {})]  # the environment as it is
     if len({label for label, _ in variants}) != len(variants):
-        sys.exit("run.py: two --variant columns have the same LABEL")
+        p.error("two --variant columns have the same LABEL")
 
     common = ["--min-bytes", str(a.min_bytes), "--max-bytes", str(a.max_bytes), "--seconds", str(a.seconds)]
     # Same environment for all: loopback, one OpenMP thread. Info logs for ddp: one "transport:" line
