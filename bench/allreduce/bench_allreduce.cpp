@@ -3,7 +3,7 @@
 //   <bytes> <iterations> <seconds per allreduce (slowest rank)>
 // bench/allreduce/run.py runs it next to torch.distributed's Gloo and prints the table.
 //
-//   bench_allreduce --min-bytes 4096 --max-bytes 67108864 --seconds 0.5 --warmup 5
+//   bench_allreduce --min-bytes 4096 --max-bytes 67108864 --seconds 0.5 --warmup 5 [--offset-bytes 0]
 #include <ddp/errors.h>
 #include <ddp/init.h>
 
@@ -23,6 +23,7 @@ struct Args {
   long long max_bytes = 64ll << 20;
   double seconds = 0.5;  // target time per size (iterations are calibrated from the warmup)
   int warmup = 5;
+  long long offset = 0;  // bytes: the tensor starts this far into its allocation (alignment studies)
   std::string backend = "gloo";
 };
 
@@ -39,10 +40,11 @@ Args parse(int argc, char** argv) {
     else if (f == "--seconds") a.seconds = std::stod(value());
     else if (f == "--warmup") a.warmup = std::stoi(value());
     else if (f == "--backend") a.backend = value();
-    else throw ddp::ConfigError("unknown flag " + f + " (flags: --min-bytes --max-bytes --seconds --warmup --backend)");
+    else if (f == "--offset-bytes") a.offset = std::stoll(value());
+    else throw ddp::ConfigError("unknown flag " + f + " (flags: --min-bytes --max-bytes --seconds --warmup --backend --offset-bytes)");
   }
-  if (a.min_bytes < 4 || a.max_bytes < a.min_bytes || a.seconds <= 0 || a.warmup < 1)
-    throw ddp::ConfigError("bad sizes, --seconds or --warmup");
+  if (a.min_bytes < 4 || a.max_bytes < a.min_bytes || a.seconds <= 0 || a.warmup < 1 || a.offset < 0 || a.offset % 4 != 0)
+    throw ddp::ConfigError("bad sizes, --seconds, --warmup or --offset-bytes (a multiple of 4)");
   return a;
 }
 
@@ -65,7 +67,7 @@ int main(int argc, char** argv) {
     Args args = parse(argc, argv);
     auto pg = ddp::init_process_group(ddp::InitOptions().backend(args.backend));
     for (long long bytes = args.min_bytes; bytes <= args.max_bytes; bytes *= 2) {
-      std::vector<at::Tensor> t = {at::ones({bytes / 4}, at::kFloat)};
+      std::vector<at::Tensor> t = {at::ones({(bytes + args.offset) / 4}, at::kFloat).narrow(0, args.offset / 4, bytes / 4)};
       double warm = timed(*pg, t, args.warmup) / args.warmup;
       // Every rank must run the same count: derive it from a value all ranks agree on.
       std::vector<at::Tensor> w = {at::full({1}, warm, at::kDouble)};

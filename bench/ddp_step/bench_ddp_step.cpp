@@ -4,6 +4,7 @@
 //
 //   bench_ddp_step [--models=cnn,resnet18] [--nproc=2] [--rounds=3] [--passes=3] [--steps=5]
 //                  [--warmup=2] [--batch-cnn=64] [--batch-resnet=16] [--threads=1] [--python=1]
+//                  [--shm=1,0]
 //
 // The driver (this process) starts --nproc ranks of itself and, in turn, --nproc ranks of
 // pytorch_ddp_step.py, once per round (so both sides see the same machine load); every rank uses
@@ -18,6 +19,11 @@
 // Step-time differences against "local + barrier per step" are shown too: they also carry the CPU
 // time communication takes from compute (loopback Gloo is CPU work, and 2 ranks x 1 thread already
 // fill 2 cores). DDP_BENCH_VERBOSE=1 prints every pass of rank 0.
+//
+// --shm=1,0 runs our ranks once per listed DDP_SHM value in every round (shared memory between the
+// ranks of this host, then TCP only: issue 16), each its own rows, plus a summary table against
+// PyTorch DDP; rank 0's "transport: ..." log line of each is printed. Without --shm our ranks
+// inherit the environment as it is, and the tables are as before.
 #include <ddp/distributed_data_parallel.h>
 #include <ddp/init.h>
 
@@ -52,6 +58,7 @@ struct Flags {
   int nproc = 2, rounds = 3, passes = 3, steps = 5, warmup = 2, threads = 1;
   int batch_cnn = 64, batch_resnet = 16;
   bool python = true;
+  std::vector<std::string> shm;  ///< DDP_SHM values to run ours with; empty: the environment as it is
   std::string role = "driver";
 };
 
@@ -84,6 +91,7 @@ Flags parse(int argc, char** argv) {
       else if (k == "batch-cnn") f.batch_cnn = std::stoi(v);
       else if (k == "batch-resnet") f.batch_resnet = std::stoi(v);
       else if (k == "python") f.python = v != "0";
+      else if (k == "shm") f.shm = split(v, ',');
       else if (k == "role") f.role = v;
       else throw std::invalid_argument("unknown flag");
     } catch (const std::exception&) {
@@ -94,6 +102,11 @@ Flags parse(int argc, char** argv) {
   for (const auto& m : f.models)
     if (m != "cnn" && m != "resnet18") {
       std::cerr << "bench_ddp_step: --models takes cnn and/or resnet18, got '" << m << "'\n";
+      std::exit(2);
+    }
+  for (const auto& v : f.shm)
+    if (v != "0" && v != "1") {
+      std::cerr << "bench_ddp_step: --shm takes DDP_SHM values 1 and/or 0, got '" << v << "'\n";
       std::exit(2);
     }
   return f;
@@ -226,10 +239,23 @@ int free_port() {
   return 20000 + static_cast<int>(getpid() % 20000);
 }
 
-/// Runs `argv` as `nproc` ranks; returns rank 0's stdout (exits on failure).
-std::string run_ranks(const std::vector<std::string>& argv, int nproc, int port, int threads) {
+std::string slurp_and_remove(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  std::remove(path.c_str());
+  return s.str();
+}
+
+/// Runs `argv` as `nproc` ranks with `env` added; returns rank 0's stdout (exits on failure) and
+/// sets `transport` to rank 0's "transport: ..." log line (empty when none).
+std::string run_ranks(const std::vector<std::string>& argv, int nproc, int port, int threads,
+                      const std::vector<std::pair<std::string, std::string>>& env, std::string& transport) {
   std::vector<pid_t> pids;
   const std::string out_path = "/tmp/bench_ddp_step." + std::to_string(getpid()) + ".out";
+  // Every rank's stderr goes to a file (shown when a rank fails), so log lines do not cut into the progress line.
+  const std::string err_base = "/tmp/bench_ddp_step." + std::to_string(getpid()) + ".err";  // the driver's pid
+  auto err_path = [&err_base](int rank) { return err_base + std::to_string(rank); };
   for (int rank = 0; rank < nproc; ++rank) {
     pid_t pid = fork();
     if (pid == 0) {
@@ -241,6 +267,7 @@ std::string run_ranks(const std::vector<std::string>& argv, int nproc, int port,
       setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
       setenv("MKL_NUM_THREADS", std::to_string(threads).c_str(), 1);
+      for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
       if (rank == 0) {
         int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(fd, 1);
@@ -250,6 +277,9 @@ std::string run_ranks(const std::vector<std::string>& argv, int nproc, int port,
         dup2(fd, 1);
         close(fd);
       }
+      int fd = open(err_path(rank).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 2);
+      close(fd);
       std::vector<char*> args;
       for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);
@@ -265,15 +295,20 @@ std::string run_ranks(const std::vector<std::string>& argv, int nproc, int port,
     waitpid(pid, &status, 0);
     ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
-  std::ifstream in(out_path);
-  std::stringstream s;
-  s << in.rdbuf();
-  std::remove(out_path.c_str());
+  const std::string out = slurp_and_remove(out_path);
+  std::vector<std::string> errs;
+  for (int rank = 0; rank < nproc; ++rank) errs.push_back(slurp_and_remove(err_path(rank)));
   if (!ok) {
-    std::cerr << "bench_ddp_step: a rank of '" << argv[0] << "' failed; rank 0 wrote:\n" << s.str();
+    std::cerr << "\nbench_ddp_step: a rank of '" << argv[0] << "' failed; rank 0 wrote:\n" << out;
+    for (int rank = 0; rank < nproc; ++rank) std::cerr << "rank " << rank << "'s stderr:\n" << errs[rank];
     std::exit(1);
   }
-  return s.str();
+  const std::string& err = errs[0];
+  transport.clear();
+  std::istringstream lines(err);
+  for (std::string line; std::getline(lines, line);)
+    if (auto at = line.find("transport:"); at != std::string::npos) transport = line.substr(at);
+  return out;
 }
 
 /// results[model][impl/mode] -> one value per round.
@@ -281,7 +316,8 @@ using Results = std::map<std::string, std::map<std::string, std::vector<double>>
 
 std::map<std::string, double> grad_mb;
 
-void collect(const std::string& output, Results& step, Results& wait) {
+/// Adds rank 0's RESULT lines to the results; `impl` (when not empty) replaces the line's impl name.
+void collect(const std::string& output, Results& step, Results& wait, const std::string& impl = "") {
   std::istringstream in(output);
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("GRADIENTS ", 0) == 0) {
@@ -295,11 +331,18 @@ void collect(const std::string& output, Results& step, Results& wait) {
       auto eq = item.find('=');
       if (eq != std::string::npos) kv[item.substr(0, eq)] = item.substr(eq + 1);
     }
-    const std::string key = kv["impl"] + "/" + kv["mode"];
+    const std::string key = (impl.empty() ? kv["impl"] : impl) + "/" + kv["mode"];
     step[kv["model"]][key].push_back(std::stod(kv["step_ms"]));
     wait[kv["model"]][key].push_back(std::stod(kv.count("wait_ms") ? kv["wait_ms"] : "0"));
   }
 }
+
+/// One set of our ranks per round: its key in the results, its environment, how the tables name it.
+struct OursVariant {
+  std::string impl;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string title;
+};
 
 int run_driver(const Flags& f, int argc, char** argv) {
   std::string models;
@@ -314,55 +357,110 @@ int run_driver(const Flags& f, int argc, char** argv) {
   std::vector<std::string> theirs = {DDP_PYTHON, std::string(DDP_BENCH_DIR) + "/pytorch_ddp_step.py"};
   theirs.insert(theirs.end(), common.begin(), common.end());
 
+  std::vector<OursVariant> variants;
+  for (const auto& v : f.shm) variants.push_back({"ours_shm" + v, {{"DDP_SHM", v}}, "DDP_SHM=" + v});
+  if (variants.empty()) variants.push_back({"ours", {}, ""});
+  // Every run of a round, in an order that rotates from round to round so load drift touches all alike.
+  struct Run {
+    std::string label, impl;
+    const std::vector<std::string>* argv;
+    std::vector<std::pair<std::string, std::string>> env;
+  };
+  std::vector<Run> runs;
+  for (const auto& v : variants) runs.push_back({v.title.empty() ? "ours" : "ours " + v.title, v.impl, &ours, v.env});
+  if (f.python) runs.push_back({"PyTorch", "", &theirs, {}});
+  std::map<std::string, std::string> transports;  // impl -> rank 0's "transport:" line(s)
+
   std::cerr << "bench_ddp_step: " << f.nproc << " ranks, " << f.threads << " intra-op thread(s) per rank, "
             << f.rounds << " rounds of " << f.warmup << " warmup + " << f.steps << " timed steps\n";
   Results step, wait;
   int port = free_port();
   for (int round = 0; round < f.rounds; ++round) {
-    std::cerr << "  round " << round + 1 << ": ours" << std::flush;
-    collect(run_ranks(ours, f.nproc, port++, f.threads), step, wait);
-    if (f.python) {
-      std::cerr << ", PyTorch" << std::flush;
-      collect(run_ranks(theirs, f.nproc, port++, f.threads), step, wait);
+    std::cerr << "  round " << round + 1 << ":";
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const Run& r = runs[(i + round) % runs.size()];
+      std::cerr << (i ? ", " : " ") << r.label << std::flush;
+      std::string transport;
+      collect(run_ranks(*r.argv, f.nproc, port++, f.threads, r.env, transport), step, wait, r.impl);
+      auto& seen = transports[r.impl];
+      if (!transport.empty() && seen.find(transport) == std::string::npos) seen += (seen.empty() ? "" : "; ") + transport;
     }
     std::cerr << "\n";
   }
+  for (const auto& v : variants)
+    if (!transports[v.impl].empty() || !v.title.empty())
+      std::cout << (v.title.empty() ? "ours" : "ours " + v.title) << ": "
+                << (transports[v.impl].empty() ? "no 'transport:' line logged" : transports[v.impl]) << "\n";
 
+  // A row per model and variant; the model cell names the variant when there are several.
+  auto row_name = [](const std::string& m, const OursVariant& v) { return v.title.empty() ? m : m + " (" + v.title + ")"; };
   std::cout << std::fixed << std::setprecision(1);
   std::cout << "\nStep time (ms; median over rounds of the median over passes of the mean step)\n\n"
                "| model | local | local + barrier per step | our DDP | our DDP, grads as bucket views | "
                "our DDP, no overlap | PyTorch local | PyTorch local + barrier | PyTorch DDP | "
                "our DDP / PyTorch DDP |\n|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& m : f.models) {
-    auto& s = step[m];
-    const double py_ddp = median(s["pytorch/ddp"]);
-    std::cout << "| " << m << " | " << median(s["ours/local"]) << " | " << median(s["ours/local_sync"]) << " | "
-              << median(s["ours/ddp"]) << " | " << median(s["ours/ddp_view"]) << " | "
-              << median(s["ours/ddp_no_overlap"]) << " | ";
-    if (f.python)
-      std::cout << median(s["pytorch/local"]) << " | " << median(s["pytorch/local_sync"]) << " | " << py_ddp
-                << " | " << std::setprecision(2) << median(s["ours/ddp"]) / py_ddp << std::setprecision(1) << " |\n";
-    else
-      std::cout << "- | - | - | - |\n";
-  }
+  for (const auto& m : f.models)
+    for (const auto& v : variants) {
+      auto& s = step[m];
+      const std::string o = v.impl + "/";
+      const double py_ddp = median(s["pytorch/ddp"]);
+      std::cout << "| " << row_name(m, v) << " | " << median(s[o + "local"]) << " | " << median(s[o + "local_sync"])
+                << " | " << median(s[o + "ddp"]) << " | " << median(s[o + "ddp_view"]) << " | "
+                << median(s[o + "ddp_no_overlap"]) << " | ";
+      if (f.python)
+        std::cout << median(s["pytorch/local"]) << " | " << median(s["pytorch/local_sync"]) << " | " << py_ddp
+                  << " | " << std::setprecision(2) << median(s[o + "ddp"]) / py_ddp << std::setprecision(1) << " |\n";
+      else
+        std::cout << "- | - | - | - |\n";
+    }
   std::cout << "\nOur DDP's communication (ms; hidden = 1 - exposed / allreduce alone)\n\n"
                "| model | gradients | allreduce alone | exposed: wait after backward (last rank) | "
                "hidden behind backward | DDP step - local+barrier step | no-overlap step - local+barrier step | "
                "PyTorch: allreduce alone | PyTorch: DDP step - local+barrier step |"
                "\n|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& m : f.models) {
-    auto& s = step[m];
-    const double base = median(s["ours/local_sync"]), ar = median(s["ours/allreduce"]),
-                 exposed = median(wait[m]["ours/ddp"]);
-    const double hidden = ar > 0 ? std::max(0.0, std::min(1.0, 1.0 - exposed / ar)) * 100 : 0.0;
-    std::cout << "| " << m << " | " << std::setprecision(2) << grad_mb[m] << " MB | " << std::setprecision(1) << ar
-              << " | " << exposed << " | " << std::setprecision(0) << hidden << "% | " << std::setprecision(1)
-              << median(s["ours/ddp"]) - base << " | " << median(s["ours/ddp_no_overlap"]) - base << " | ";
-    if (f.python)
-      std::cout << median(s["pytorch/allreduce"]) << " | "
-                << median(s["pytorch/ddp"]) - median(s["pytorch/local_sync"]) << " |\n";
-    else
-      std::cout << "- | - |\n";
+  for (const auto& m : f.models)
+    for (const auto& v : variants) {
+      auto& s = step[m];
+      const std::string o = v.impl + "/";
+      const double base = median(s[o + "local_sync"]), ar = median(s[o + "allreduce"]),
+                   exposed = median(wait[m][o + "ddp"]);
+      const double hidden = ar > 0 ? std::max(0.0, std::min(1.0, 1.0 - exposed / ar)) * 100 : 0.0;
+      std::cout << "| " << row_name(m, v) << " | " << std::setprecision(2) << grad_mb[m] << " MB | "
+                << std::setprecision(1) << ar << " | " << exposed << " | " << std::setprecision(0) << hidden << "% | "
+                << std::setprecision(1) << median(s[o + "ddp"]) - base << " | "
+                << median(s[o + "ddp_no_overlap"]) - base << " | ";
+      if (f.python)
+        std::cout << median(s["pytorch/allreduce"]) << " | "
+                  << median(s["pytorch/ddp"]) - median(s["pytorch/local_sync"]) << " |\n";
+      else
+        std::cout << "- | - |\n";
+    }
+  if (!f.shm.empty()) {
+    // Issue 16's view: our DDP step per DDP_SHM value against PyTorch DDP's, as speed-ups (higher: ours faster).
+    std::cout << "\nDDP step per DDP_SHM value (ms; speed-up = other's step time / this one's)\n\n| model |";
+    for (const auto& v : variants) std::cout << " our DDP, " << v.title << " | allreduce alone, " << v.title << " |";
+    if (f.python) std::cout << " PyTorch DDP | PyTorch allreduce alone |";
+    for (const auto& v : variants)
+      if (f.python) std::cout << " speed-up " << v.title << " vs PyTorch DDP |";
+    if (variants.size() == 2) std::cout << " speed-up " << variants[0].title << " vs " << variants[1].title << " |";
+    std::cout << "\n|---|";
+    const size_t cols = 2 * variants.size() + (f.python ? 2 + variants.size() : 0) + (variants.size() == 2 ? 1 : 0);
+    for (size_t i = 0; i < cols; ++i) std::cout << "---|";
+    std::cout << "\n";
+    for (const auto& m : f.models) {
+      auto& s = step[m];
+      std::cout << "| " << m << " |";
+      for (const auto& v : variants)
+        std::cout << " " << median(s[v.impl + "/ddp"]) << " | " << median(s[v.impl + "/allreduce"]) << " |";
+      const double py_ddp = median(s["pytorch/ddp"]);
+      if (f.python) std::cout << " " << py_ddp << " | " << median(s["pytorch/allreduce"]) << " |";
+      std::cout << std::setprecision(2);
+      for (const auto& v : variants)
+        if (f.python) std::cout << " " << py_ddp / median(s[v.impl + "/ddp"]) << "x |";
+      if (variants.size() == 2)
+        std::cout << " " << median(s[variants[1].impl + "/ddp"]) / median(s[variants[0].impl + "/ddp"]) << "x |";
+      std::cout << std::setprecision(1) << "\n";
+    }
   }
   (void)argc;
   (void)argv;
