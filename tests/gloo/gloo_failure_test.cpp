@@ -113,7 +113,16 @@ TEST(GlooFailure, PeerKilledMidAllreduce4Ranks) { run_peer_killed(4); }
 // Rank 1 never issues the allreduce. Rank 0 gets a TimeoutError naming the op once its timeout
 // (the per-op one when given, else the group's) has passed.
 int never_joins(std::chrono::milliseconds group_timeout, std::chrono::milliseconds op_timeout) {
-  auto pg = make_test_group(group_timeout);
+  // Every rank is up before the group is made: the rendezvous runs under a fifth of the short group
+  // timeout (600 ms), less than an instrumented process on a loaded machine may take to start.
+  auto store = worker_store();
+  store->add("never_joins/started", 1);
+  const auto started = std::chrono::steady_clock::now();
+  while (store->add("never_joins/started", 0) < world()) {
+    check(seconds_since(started) < 60, "every rank started within 60 s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto pg = make_test_group(store, ddp::GlooOptions().timeout(group_timeout));
   pg->barrier()->wait();
   const auto expected = op_timeout.count() > 0 ? op_timeout : group_timeout;
   if (rank() == kVictim) {

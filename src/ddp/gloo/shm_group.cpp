@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <climits>
 #include <cstring>
 #include <ctime>
@@ -28,10 +30,15 @@ constexpr uint64_t kMagic = 0x4444502d53484d31ull;  // "DDP-SHM1"
 constexpr size_t kHeaderBytes = 4096;
 constexpr size_t kControlBytes = 256;
 constexpr size_t kSignatureBytes = 64;
-// Spin this long before sleeping: a member that is already on its way arrives within a few
-// microseconds, and a futex round trip costs about as much; longer spins steal the core from
-// the compute threads of a busy host.
-constexpr std::chrono::microseconds kSpin(20);
+// A wait spins this long: a member that is already on its way arrives within a microsecond or two.
+constexpr std::chrono::microseconds kSpin(2);
+// Then it yields the core until this long has passed, then sleeps on the futex. Yielding is what
+// keeps a busy host fast: when the member waited for (or a compute thread) shares this core, it
+// runs at once, where spinning would hold the core and a futex sleep pays two context switches
+// per piece. With one core busy with another process, a 64 MiB allreduce of 2 ranks took 20-26 ms
+// this way against 36-44 ms with a 20 us spin then sleep, and 94-128 ms with a 300 us pure spin
+// (docs/PERFORMANCE.md, "Shared memory").
+constexpr std::chrono::microseconds kYield(300);
 // A sleeping wait wakes at least this often to look at its deadline and the abort flag.
 constexpr int kSleepSliceMs = 10;
 
@@ -161,14 +168,17 @@ void ShmGroup::wait_for(int member) {
   Control& c = control(member);
   const uint32_t target = seq_;
   if (reached(c.seq.load(std::memory_order_acquire), target)) return;
-  const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+  const auto start = std::chrono::steady_clock::now();
   for (unsigned i = 1;; ++i) {
     DDP_CPU_RELAX();
     if (reached(c.seq.load(std::memory_order_acquire), target)) return;
-    if ((i & 63) == 0) {
-      check(member);
-      if (std::chrono::steady_clock::now() >= spin_until) break;
-    }
+    if ((i & 15) == 0 && std::chrono::steady_clock::now() - start >= kSpin) break;
+  }
+  for (;;) {
+    check(member);
+    if (std::chrono::steady_clock::now() - start >= kYield) break;
+    sched_yield();
+    if (reached(c.seq.load(std::memory_order_acquire), target)) return;
   }
   for (;;) {
     c.sleepers.fetch_add(1, std::memory_order_seq_cst);

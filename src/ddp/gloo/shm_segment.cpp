@@ -41,6 +41,23 @@ bool wait_ready(int fd, short events, std::chrono::milliseconds ms) {
   }
 }
 
+// One byte of payload with room for one descriptor (SCM_RIGHTS): what the leader sends, what a
+// rank receives.
+struct FdMessage {
+  char byte = 'm';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  FdMessage() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+  }
+  FdMessage(const FdMessage&) = delete;
+  FdMessage& operator=(const FdMessage&) = delete;
+};
+
 }  // namespace
 
 SharedMemory SharedMemory::create(size_t bytes) {
@@ -135,20 +152,13 @@ int FdListener::accept_rank(std::chrono::milliseconds wait, int* connection) {
 }
 
 void FdListener::send_fd(int connection, int fd) {
-  char byte = 'm';
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  FdMessage m;
+  cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  ssize_t r = ::sendmsg(connection, &msg, MSG_NOSIGNAL);
+  ssize_t r = ::sendmsg(connection, &m.msg, MSG_NOSIGNAL);
   int saved = errno;
   ::close(connection);
   if (r != 1) {
@@ -171,16 +181,9 @@ int fetch_fd(const std::string& name, int rank, std::chrono::milliseconds timeou
   int32_t r = rank;
   if (::send(s, &r, sizeof r, MSG_NOSIGNAL) != sizeof r) fail(errno_text("announcing this rank to the leader"));
   if (!wait_ready(s, POLLIN, timeout)) fail("the leader did not hand over the segment within the timeout");
-  char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  if (::recvmsg(s, &msg, MSG_CMSG_CLOEXEC) != 1) fail(errno_text("receiving the segment"));
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  FdMessage m;
+  if (::recvmsg(s, &m.msg, MSG_CMSG_CLOEXEC) != 1) fail(errno_text("receiving the segment"));
+  cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) fail("the leader sent no descriptor");
   int fd = -1;
   std::memcpy(&fd, CMSG_DATA(c), sizeof(int));
