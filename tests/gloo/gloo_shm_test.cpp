@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -138,6 +140,31 @@ TEST(GlooShm, SegmentIsAnonymousAndGoneAfterSigkill) {
     }
   }
   EXPECT_EQ(dev_shm_entries(), before);
+}
+
+// Rank 0, the host's leader, may not create files over 64 KiB (RLIMIT_FSIZE applies to a memfd's
+// size too), so it cannot make the segment: every rank stays on TCP, says why, and computes right.
+DDP_TEST_WORKER(leader_cannot_create) {
+  if (rank() == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);  // the limit is then EFBIG instead of a signal
+    rlimit small{64 << 10, 64 << 10};
+    check(setrlimit(RLIMIT_FSIZE, &small) == 0, "setrlimit");
+  }
+  auto pg = make_test_group();
+  std::vector<at::Tensor> t = {rank_pattern(rank(), {300007}, at::kFloat)};
+  pg->allreduce(t)->wait();
+  check_equal(t[0], pattern(world() * (world() + 1) / 2.0, {300007}, at::kFloat), "allreduce over the fallback");
+  return 0;
+}
+TEST(GlooShm, SegmentThatCannotBeMadeFallsBackToTcp) {
+  auto results = run_workers("leader_cannot_create", 3, logged());
+  expect_all_succeeded(results);
+  for (const auto& r : results) {
+    std::string want = tcp_variant()  ? "transport: tcp (DDP_SHM=0)"
+                       : r.rank == 0 ? "transport: tcp (shared memory unavailable: ftruncate to "
+                                     : "transport: tcp (rank 0 could not create the shared memory: ftruncate to ";
+    EXPECT_TRUE(contains(r.output, want)) << "rank " << r.rank << " lacks '" << want << "':\n" << r.output;
+  }
 }
 
 DDP_TEST_WORKER(bad_switch) {

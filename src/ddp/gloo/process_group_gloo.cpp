@@ -189,8 +189,6 @@ class ProcessGroupGloo final : public ProcessGroup {
     return {context_, run.tag, run.deadline, run.timeout, &peers_, monitor_.get(), run.gate};
   }
   Route route(const OpRun& run) { return {topology_, env(run), arena_, direct_allreduce_max_bytes_}; }
-  // Every rank on one host: collectives never touch TCP (the monitor still watches it).
-  bool shm_only() const { return topology_.local && topology_.hosts.size() == 1; }
   using Body = std::function<void(OpRun&)>;
 
   WorkPtr enqueue(const std::string& kind, const std::string& details, std::chrono::milliseconds timeout,
@@ -341,7 +339,7 @@ void ProcessGroupGloo::run(const std::string& name, OpRun op, const OpSignature&
     ShmGroup* shm = topology_.local.get();
     if (shm) shm->begin(op.deadline, op.timeout);
     WatchGuard watch(monitor_.get(), shm);
-    if (shm_only()) {
+    if (topology_.shared_memory_only()) {  // the monitor still watches TCP
       // The signatures meet in the segment; that sync is the barrier too.
       shm_check_signatures(*shm, signature, name);
       if (body) body(op);

@@ -31,7 +31,6 @@ constexpr uint8_t kLeaderGatherSlots = 0x46;
 int my_rank(const Route& r) { return r.env.context->rank; }
 int group_size(const Route& r) { return r.env.context->size; }
 ShmGroup* local(const Route& r) { return r.topology.local.get(); }
-bool single_host(const Route& r) { return r.topology.hosts.size() == 1 && r.topology.local; }
 bool is_leader(const Route& r) { return r.topology.hosts[r.topology.host].front() == my_rank(r); }
 
 // Allreduce over TCP among `members` (global ranks; empty: all).
@@ -69,7 +68,7 @@ int host_of(const Topology& t, int rank) {
 void routed_allreduce(const Route& route, uint8_t* data, size_t bytes, size_t element_size, ReduceFn reduce) {
   if (route.topology.tcp_only()) return tcp_allreduce(route, {}, data, bytes, element_size, reduce);
   if (local(route)) shm_allreduce(*local(route), data, bytes, element_size, reduce);
-  if (single_host(route)) return;
+  if (route.topology.shared_memory_only()) return;
   if (is_leader(route)) tcp_allreduce(route, route.topology.leaders(), data, bytes, element_size, reduce);
   if (local(route)) shm_broadcast(*local(route), data, bytes, 0);
 }
@@ -86,7 +85,7 @@ void routed_broadcast(const Route& route, uint8_t* data, size_t bytes, int root)
   speakers[root_host] = root;
   const int speaker = speakers[t.host];
   const auto& mine = t.hosts[t.host];
-  if (!single_host(route) && speaker == my_rank(route)) {
+  if (!t.shared_memory_only() && speaker == my_rank(route)) {
     std::vector<int> members = speakers;
     std::sort(members.begin(), members.end());
     Exchange ex(route.env, kBroadcastSlots, members);
@@ -117,7 +116,7 @@ void routed_allgather(const Route& route, uint8_t* all, size_t bytes) {
     for (int r : mine) blocks.push_back(all + static_cast<size_t>(r) * bytes);
     shm_allgather(*local(route), blocks, bytes);
   }
-  if (single_host(route)) return;
+  if (t.shared_memory_only()) return;
   if (is_leader(route)) {
     // Leaders swap their hosts' blocks: to every other leader, ours in rank order; from it, its host's.
     std::vector<int> leaders = t.leaders();
@@ -156,7 +155,7 @@ void routed_reduce_scatter(const Route& route, uint8_t* all, uint8_t* output, si
     at::Tensor scratch = route.arena.take(at::kByte, 2 * static_cast<int64_t>(scratch_segment_bytes(args, n)));
     args.scratch = static_cast<uint8_t*>(scratch.data_ptr());
     ring(ex, args);
-  } else if (single_host(route)) {
+  } else if (t.shared_memory_only()) {
     std::vector<const uint8_t*> inputs;
     for (int r = 0; r < n; ++r) inputs.push_back(all + static_cast<size_t>(r) * bytes);
     return shm_reduce_scatter(*local(route), inputs, output, bytes, element_size, reduce);

@@ -4,21 +4,11 @@
 #include <cstring>
 
 #include "ddp/gloo/op_signature.h"
+#include "ddp/gloo/ring.h"
 #include "ddp/gloo/shm_group.h"
 
 namespace ddp::gloo_backend {
 namespace {
-
-struct Range {
-  size_t offset, length;  // bytes
-};
-
-// Part `p` of `parts` of a piece of `elements` elements (element-aligned, the first ones longer).
-Range part(size_t elements, size_t element_size, int parts, int p) {
-  size_t base = elements / parts, extra = elements % parts;
-  size_t first = p * base + std::min<size_t>(p, extra);
-  return {first * element_size, (base + (static_cast<size_t>(p) < extra ? 1 : 0)) * element_size};
-}
 
 }  // namespace
 
@@ -36,32 +26,29 @@ void shm_allreduce(ShmGroup& g, uint8_t* data, size_t bytes, size_t element_size
   if (n == 1 || bytes == 0) return;
   const size_t piece_elements = g.piece_bytes() / element_size;
   const size_t elements = bytes / element_size;
+  // The members' parts of a piece, split as the ring splits its chunks: one layout for the full
+  // pieces, another for the last one.
+  const ChunkLayout full = ChunkLayout::even(piece_elements, element_size, n);
+  const ChunkLayout last = ChunkLayout::even(elements - (elements - 1) / piece_elements * piece_elements, element_size, n);
   for (size_t first = 0; first < elements; first += piece_elements) {
-    const size_t count = std::min(piece_elements, elements - first);
+    const ChunkLayout& parts = first + piece_elements < elements ? full : last;
     uint8_t* piece = data + first * element_size;
     const int buffer = g.next_buffer();
     uint8_t* mine = g.slot(me, buffer);
     // 1. Publish the parts the others reduce (our own part is read from `data` directly).
-    for (int p = 0; p < n; ++p) {
-      if (p == me) continue;
-      Range r = part(count, element_size, n, p);
-      std::memcpy(mine + r.offset, piece + r.offset, r.length);
-    }
+    for (int p = 0; p < n; ++p)
+      if (p != me) std::memcpy(mine + parts.offset[p], piece + parts.offset[p], parts.length[p]);
     g.sync();
     // 2. Reduce our part over the members, in member order, into our slot (the others' copy source).
-    Range r = part(count, element_size, n, me);
-    auto source = [&](int m) -> const uint8_t* { return m == me ? piece + r.offset : g.slot(m, buffer) + r.offset; };
-    const size_t len = r.length / element_size;
+    const size_t at = parts.offset[me], len = parts.length[me] / element_size;
+    auto source = [&](int m) -> const uint8_t* { return m == me ? piece + at : g.slot(m, buffer) + at; };
     if (len > 0) {
-      reduce(mine + r.offset, source(0), source(1), len);
-      for (int m = 2; m < n; ++m) reduce(mine + r.offset, mine + r.offset, source(m), len);
+      reduce(mine + at, source(0), source(1), len);
+      for (int m = 2; m < n; ++m) reduce(mine + at, mine + at, source(m), len);
     }
     g.sync();
     // 3. Every part's result, from the slot of the member that reduced it.
-    for (int p = 0; p < n; ++p) {
-      Range q = part(count, element_size, n, p);
-      std::memcpy(piece + q.offset, g.slot(p, buffer) + q.offset, q.length);
-    }
+    for (int p = 0; p < n; ++p) std::memcpy(piece + parts.offset[p], g.slot(p, buffer) + parts.offset[p], parts.length[p]);
   }
 }
 

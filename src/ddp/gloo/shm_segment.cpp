@@ -92,8 +92,12 @@ SharedMemory SharedMemory::attach(int fd) {
   return m;
 }
 
-SharedMemory::~SharedMemory() {
+SharedMemory::~SharedMemory() { release(); }
+
+void SharedMemory::release() {
   if (data_) ::munmap(data_, size_);
+  data_ = nullptr;
+  size_ = 0;
   close_fd();
 }
 
@@ -102,7 +106,7 @@ SharedMemory::SharedMemory(SharedMemory&& o) noexcept
 
 SharedMemory& SharedMemory::operator=(SharedMemory&& o) noexcept {
   if (this != &o) {
-    this->~SharedMemory();
+    release();
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
     fd_ = std::exchange(o.fd_, -1);

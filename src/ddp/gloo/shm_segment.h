@@ -43,6 +43,9 @@ class SharedMemory {
   void close_fd();
 
  private:
+  /// Unmaps and closes whatever this holds.
+  void release();
+
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
   int fd_ = -1;

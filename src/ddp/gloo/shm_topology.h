@@ -32,6 +32,8 @@ struct Topology {
 
   /// Every host holds one rank: the plain TCP algorithms apply.
   bool tcp_only() const;
+  /// Every rank shares this rank's segment: collectives never touch TCP.
+  bool shared_memory_only() const { return local && hosts.size() == 1; }
   /// The leader (lowest rank) of each host, in host order.
   std::vector<int> leaders() const;
   /// "shared memory (ranks 0,1 on this host) + tcp between 2 hosts", "tcp (DDP_SHM=0)", ...
