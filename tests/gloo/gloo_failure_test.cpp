@@ -1,11 +1,17 @@
 // Failures become typed errors within the timeout, never hangs: a peer killed with SIGKILL in the
 // middle of an allreduce, a peer that never joins an operation, and the group staying unusable
-// afterwards. Group timeouts are short so a hang would show up as a TimeoutError instead.
+// afterwards; and a peer that leaves after its last operation is no failure until it is needed. Group timeouts are short so a hang would show up as a TimeoutError instead.
 #include <ddp/errors.h>
 #include <ddp/process_group.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <ctime>
 
 #include <filesystem>
 #include <fstream>
@@ -109,6 +115,131 @@ void run_peer_killed(int world_size) {
 }
 TEST(GlooFailure, PeerKilledMidAllreduce2Ranks) { run_peer_killed(2); }
 TEST(GlooFailure, PeerKilledMidAllreduce4Ranks) { run_peer_killed(4); }
+
+// Element `index` of a float tensor that Gloo may be writing right now, read through /proc/self/mem:
+// the kernel copies it, so the test's read is no data race with Gloo's (which a plain load would be).
+float peek(const at::Tensor& t, int64_t index) {
+  static const int fd = open("/proc/self/mem", O_RDONLY);
+  check(fd >= 0, "open /proc/self/mem");
+  float value = 0;
+  const auto addr = reinterpret_cast<uintptr_t>(t.data_ptr<float>() + index);
+  check(pread(fd, &value, sizeof value, static_cast<off_t>(addr)) == sizeof value, "read /proc/self/mem");
+  return value;
+}
+
+// Stops this whole process (SIGSTOP: every thread, Gloo's I/O loop too) for `pause`. A forked
+// child waits until it sees the parent stopped, then sleeps and continues it; it makes only
+// async-signal-safe calls, as a child of a threaded process must.
+void stop_self_for(std::chrono::milliseconds pause) {
+  const pid_t parent = getpid();
+  const std::string stat = "/proc/" + std::to_string(parent) + "/stat";
+  const pid_t child = fork();
+  check(child >= 0, "fork");
+  if (child == 0) {
+    for (;;) {
+      char buf[512];
+      int fd = open(stat.c_str(), O_RDONLY);
+      ssize_t got = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+      if (fd >= 0) close(fd);
+      if (got <= 0) _exit(1);
+      buf[got] = '\0';
+      const char* paren = strrchr(buf, ')');  // "pid (comm) T ...": the state follows the name
+      if (paren != nullptr && paren[1] == ' ' && paren[2] == 'T') break;
+      timespec poll{0, 1000000};
+      nanosleep(&poll, nullptr);
+    }
+    timespec rest{pause.count() / 1000, (pause.count() % 1000) * 1000000L};
+    nanosleep(&rest, nullptr);
+    kill(parent, SIGCONT);
+    _exit(0);
+  }
+  raise(SIGSTOP);
+  waitpid(child, nullptr, 0);
+}
+
+void write_time(const std::string& path) {
+  std::ofstream(path) << std::chrono::steady_clock::now().time_since_epoch().count();
+}
+std::chrono::steady_clock::time_point read_time(const std::string& path) {
+  std::ifstream in(path);
+  std::chrono::steady_clock::rep ticks = 0;
+  check(static_cast<bool>(in >> ticks), "a time in " + path);
+  return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(ticks));
+}
+
+// A rank that destroys its group after its last operation is no failure for the others. Root 0
+// broadcasts 256 MiB. Over TCP, rank 1 stops (SIGSTOP) for 800 ms once its first 8 MiB are in, so
+// rank 2 gets all of it, destroys its group and exits while ranks 0 and 1 are still in the
+// broadcast: both must finish it with the root's data (the test checks that rank 2 did leave
+// before rank 1 finished, so the case was really met). Over shared memory every member waits for
+// the slowest at each piece and nobody leaves early; there the broadcast just has to pass. The
+// next allreduce of ranks 0 and 1 needs rank 2, which left: a PeerError naming rank 2 within 5 s,
+// far inside the 20 s timeout (over TCP the closed connection fails it, over shared memory rank
+// 2's leave mark in the segment).
+DDP_TEST_WORKER(peer_leaves_after_its_last_op) {
+  constexpr int kStopped = 1, kLeaver = 2;
+  const std::string dir = env_or("DDP_LEAVE_DIR", "");
+  const bool over_tcp = env_or("DDP_SHM", "1") == "0";
+  auto store = worker_store();
+  auto pg = make_test_group(store, ddp::GlooOptions().timeout(std::chrono::seconds(20)));
+  pg->barrier()->wait();
+  const int64_t n = 64 << 20;  // 256 MiB of float
+  std::vector<at::Tensor> b = {rank_pattern(rank(), {n}, at::kFloat)};
+  auto work = pg->broadcast(b, 0);
+  if (rank() == kStopped && over_tcp) {
+    // The root's data arrives in order: once element 2M (at 8 MiB) holds the root's value, the
+    // broadcast is under way here and 248 MiB are still to come.
+    const int64_t probe = 2 << 20;
+    const float roots = rank_pattern(0, {probe + 1}, at::kFloat)[probe].item<float>();
+    const auto t0 = std::chrono::steady_clock::now();
+    while (peek(b[0], probe) != roots) {
+      check(seconds_since(t0) < 60, "the broadcast's first 8 MiB reached rank 1 within 60 s");
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    stop_self_for(std::chrono::milliseconds(800));
+  }
+  work->wait();
+  const auto done = std::chrono::steady_clock::now();
+  check_equal(b[0], rank_pattern(0, {n}, at::kFloat), "broadcast from rank 0");
+  if (rank() == kLeaver) {
+    pg.reset();
+    write_time(dir + "/left");
+    return 0;
+  }
+  std::vector<at::Tensor> t = {at::ones({1000})};
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    pg->allreduce(t)->wait();
+    check(false, "allreduce succeeded although rank 2 had left");
+  } catch (const ddp::PeerError& e) {
+    const double took = seconds_since(t0);
+    std::fprintf(stderr, "rank %d got PeerError after %.3f s: %s\n", rank(), took, e.what());
+    check(took < 5.0, "PeerError came after " + std::to_string(took) + " s");
+    check(contains(e.what(), "allreduce #2") && contains(e.what(), "rank " + std::to_string(kLeaver)),
+          std::string("message names the op and the rank that left: ") + e.what());
+  }
+  // Rank 0 hosts the store through which the ranks name the first peer they lost: it stays until
+  // rank 1 has its error too, or rank 1 could see rank 0's exit first and name it instead.
+  store->add("leave/failed", 1);
+  const auto waiting = std::chrono::steady_clock::now();
+  while (rank() == 0 && store->add("leave/failed", 0) < 2) {
+    check(seconds_since(waiting) < 60, "rank 1 got its error within 60 s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (rank() == kStopped && over_tcp) {
+    const double ahead = std::chrono::duration<double>(done - read_time(dir + "/left")).count();
+    std::fprintf(stderr, "rank 2 left %.3f s before rank 1 finished the broadcast\n", ahead);
+    check(ahead > 0, "rank 2 left before rank 1 finished the broadcast (the case under test)");
+  }
+  return 0;
+}
+TEST(GlooFailure, PeerLeavingAfterItsLastOpIsNoFailure) {
+  const std::string dir = make_temp_dir("gloo-leave");
+  WorkerOptions o = gloo_worker_options();
+  o.env["DDP_LEAVE_DIR"] = dir;
+  expect_all_succeeded(run_workers("peer_leaves_after_its_last_op", 3, o));
+  std::filesystem::remove_all(dir);
+}
 
 // Rank 1 never issues the allreduce. Rank 0 gets a TimeoutError naming the op once its timeout
 // (the per-op one when given, else the group's) has passed.

@@ -12,17 +12,17 @@
 
 namespace ddp::gloo_backend {
 namespace {
-// A slot nobody sends on: the canaries' receives never match a message.
+// The canaries' slot: the only message sent on it is a leaving rank's goodbye.
 constexpr uint8_t kCanarySlotPrefix = 0x4f;
+uint64_t canary_slot() { return ::gloo::Slot::build(kCanarySlotPrefix, 0); }
 }  // namespace
 
 PeerMonitor::PeerMonitor(std::shared_ptr<::gloo::Context> context, std::chrono::milliseconds interval)
     : context_(std::move(context)), interval_(interval), canaries_(context_->size) {
-  const uint64_t slot = ::gloo::Slot::build(kCanarySlotPrefix, 0);
   for (int peer = 0; peer < context_->size; ++peer) {
     if (peer == context_->rank) continue;
     canaries_[peer] = context_->createUnboundBuffer(nullptr, 0);
-    canaries_[peer]->recv(peer, slot, 0, 0);
+    canaries_[peer]->recv(peer, canary_slot(), 0, 0);
   }
   thread_ = std::thread([this] { loop(); });
 }
@@ -51,6 +51,30 @@ void PeerMonitor::watch(Abortable* target) {
 void PeerMonitor::unwatch(Abortable* target) {
   std::lock_guard<std::mutex> lock(mu_);
   watched_.erase(std::remove(watched_.begin(), watched_.end(), target), watched_.end());
+}
+
+void PeerMonitor::say_goodbye(std::chrono::milliseconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> goodbyes;
+  for (int peer = 0; peer < context_->size; ++peer) {
+    if (peer == context_->rank) continue;
+    auto goodbye = context_->createUnboundBuffer(nullptr, 0);
+    try {
+      goodbye->send(peer, canary_slot(), 0, 0);  // throws when the connection has already failed
+      goodbyes.push_back(std::move(goodbye));
+    } catch (const std::exception&) {
+    }
+  }
+  // Gloo sends once the peer's canary receive is known here, which it was soon after the group was
+  // made; the wait is for the bytes to leave, and the bound for a peer that is stopped or stuck.
+  for (auto& goodbye : goodbyes) {
+    try {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      goodbye->waitSend(std::max(left, std::chrono::milliseconds(1)));
+    } catch (const std::exception&) {
+      // A peer that died or did not take it in time sees the connection close, as without a goodbye.
+    }
+  }
 }
 
 int PeerMonitor::find_failed_peer(std::string* cause) {

@@ -6,6 +6,14 @@
 // running operation's Exchange with that rank and Gloo's reason. Every rank is connected to every
 // other one, so each survivor learns directly which rank died, even when its own operation was
 // waiting on someone else.
+//
+// A rank that leaves after its last operation is not a failure: a peer may still be busy with an
+// operation that does not need it (a broadcast's slower receiver, the other host of a hierarchical
+// collective). Before closing, the leaving rank sends each peer the one message the canary slot
+// ever carries, a goodbye; it completes that peer's canary, so the closing connection no longer
+// wakes it and the monitor there stays quiet. An operation that still needs the rank that left
+// fails on its own: Gloo fails its pending transfers on the closed connection, and the shared
+// segment says which member left (ShmGroup::leave).
 
 #include <chrono>
 #include <condition_variable>
@@ -40,6 +48,10 @@ class PeerMonitor {
   /// What to abort when a connection fails (the running operation's Exchanges and shared-memory waits).
   void watch(Abortable* target);
   void unwatch(Abortable* target);
+
+  /// Tells every peer that this rank leaves having finished all of its operations (see above).
+  /// Waits at most `within` for the goodbyes to go out; a peer that is gone gets none.
+  void say_goodbye(std::chrono::milliseconds within);
 
  private:
   void loop();

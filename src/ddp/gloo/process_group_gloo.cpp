@@ -48,6 +48,9 @@ constexpr size_t kInPlaceMinBytes = 1 << 20;
 // (each look costs a few microseconds per peer).
 constexpr std::chrono::milliseconds kMonitorInterval(200);
 constexpr std::chrono::milliseconds kShmMonitorInterval(20);
+// How long a rank leaving a healthy group waits for its goodbyes to go out: they go at once unless
+// a peer is stopped or stuck, and then the peer learns of the departure by the closed connection.
+constexpr std::chrono::milliseconds kGoodbyeWithin(1000);
 // Slot prefix of the signature check (routed_collectives.cpp has the algorithms').
 constexpr uint8_t kSignatureSlots = 0x47;
 // Each shared-memory slot buffer: pieces this size stay in the caches while they are copied and
@@ -271,6 +274,17 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
 
 ProcessGroupGloo::~ProcessGroupGloo() {
   queue_.reset();  // runs what is queued (each op ends within its timeout), then joins
+  // Every operation of this rank is done. When they all succeeded, peers still busy with an
+  // operation that does not need us must not take our closing connections for a death
+  // (PeerMonitor::say_goodbye); after a failure they should, and do.
+  bool healthy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    healthy = !failure_;
+  }
+  if (!healthy) return;
+  if (topology_.local) topology_.local->leave();
+  monitor_->say_goodbye(kGoodbyeWithin);
 }
 
 void ProcessGroupGloo::learn_peer_addresses(GlooStoreAdapter& store) {

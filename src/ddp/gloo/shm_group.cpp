@@ -73,6 +73,7 @@ bool reached(uint32_t value, uint32_t target) { return static_cast<int32_t>(valu
 struct ShmGroup::Control {
   alignas(64) std::atomic<uint32_t> seq;  // sync points this member has reached
   std::atomic<uint32_t> sleepers;         // members asleep on seq
+  std::atomic<uint32_t> left;             // 1 once the member destroyed its group (seq is final)
   alignas(64) uint8_t signatures[2][kSignatureBytes];
 };
 
@@ -90,6 +91,7 @@ void ShmGroup::format(SharedMemory& memory, int members, size_t piece_bytes, uin
     auto* c = new (memory.data() + kHeaderBytes + kControlBytes * m) Control{};
     c->seq.store(0);
     c->sleepers.store(0);
+    c->left.store(0);
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);
   h->magic = kMagic;
@@ -155,6 +157,14 @@ void ShmGroup::check(int member) {
     throw TransportFailure(TransportFailure::Kind::kPeerLost, who,
                            "rank " + std::to_string(who) + " left the shared-memory collective (its operation failed)");
   }
+  // Its final count is published before the mark: a member that left after reaching this point
+  // was not what we waited for.
+  Control& c = control(member);
+  if (c.left.load(std::memory_order_acquire) != 0 && !reached(c.seq.load(std::memory_order_acquire), seq_))
+    throw TransportFailure(TransportFailure::Kind::kPeerLost, ranks_[member],
+                           "rank " + std::to_string(ranks_[member]) +
+                               " destroyed its process group while this operation waited for it (it was given "
+                               "fewer operations)");
   if (std::chrono::steady_clock::now() >= deadline_) throw_stuck(member);
 }
 
@@ -199,6 +209,11 @@ void ShmGroup::fail() {
   uint32_t none = 0;
   h->failed.compare_exchange_strong(none, static_cast<uint32_t>(ranks_[index_] + 1));
   wake_all();
+}
+
+void ShmGroup::leave() {
+  control(index_).left.store(1, std::memory_order_release);
+  futex_wake(&control(index_).seq);  // sleepers waiting for us look again
 }
 
 void ShmGroup::abort(int peer, const std::string& cause) {

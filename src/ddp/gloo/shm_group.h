@@ -11,9 +11,10 @@
 // sync() is a barrier over counters: each member bumps its own counter and waits until every other
 // member's is as far. Waiting spins briefly, then sleeps on a futex in the segment (woken by the
 // member that moves). A wait also ends, with TransportFailure, when the operation's deadline
-// passes, when a member marks the segment failed (its operation failed: it will not come), or when
-// the PeerMonitor aborts the group (the TCP connection to a member broke: it died, even by
-// SIGKILL, which leaves nothing in the segment to look at).
+// passes, when a member marks the segment failed (its operation failed: it will not come), when the
+// member waited for has left (destroyed its group, so it will not come either), or when the
+// PeerMonitor aborts the group (the TCP connection to a member broke: it died, even by SIGKILL,
+// which leaves nothing in the segment to look at).
 
 #include <atomic>
 #include <chrono>
@@ -59,6 +60,8 @@ class ShmGroup final : public Abortable {
 
   /// Marks the segment failed: every member's waits end now instead of at their deadline.
   void fail();
+  /// Marks this member gone after its last operation: a member still waiting for it fails now.
+  void leave();
   /// PeerMonitor: the connection to global rank `peer` failed.
   void abort(int peer, const std::string& cause) override;
 
