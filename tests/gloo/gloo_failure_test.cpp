@@ -1,6 +1,7 @@
 // Failures become typed errors within the timeout, never hangs: a peer killed with SIGKILL in the
 // middle of an allreduce, a peer that never joins an operation, and the group staying unusable
-// afterwards; and a peer that leaves after its last operation is no failure until it is needed. Group timeouts are short so a hang would show up as a TimeoutError instead.
+// afterwards; and a peer that leaves after its last operation is no failure until it is needed.
+// Group timeouts are short so a hang would show up as a TimeoutError instead.
 #include <ddp/errors.h>
 #include <ddp/process_group.h>
 #include <gtest/gtest.h>
