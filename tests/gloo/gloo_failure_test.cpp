@@ -38,17 +38,22 @@ constexpr auto kShortTimeout = std::chrono::seconds(10);
 // timeout.
 constexpr double kPeerErrorWithinSeconds = 0.5;
 
-// The victim's clock reading just before it dies, through a file ($DDP_KILLED_AT_FILE): steady_clock
-// is CLOCK_MONOTONIC, one clock for every process on the machine.
-void write_death_time() {
-  std::ofstream(env_or("DDP_KILLED_AT_FILE", "")) << std::chrono::steady_clock::now().time_since_epoch().count();
+// A clock reading through a file: steady_clock is CLOCK_MONOTONIC, one clock for every process on
+// the machine.
+void write_time(const std::string& path) {
+  std::ofstream(path) << std::chrono::steady_clock::now().time_since_epoch().count();
 }
-double seconds_since_death() {
-  const auto now = std::chrono::steady_clock::now();
-  std::ifstream in(env_or("DDP_KILLED_AT_FILE", ""));
+std::chrono::steady_clock::time_point read_time(const std::string& path) {
+  std::ifstream in(path);
   std::chrono::steady_clock::rep ticks = 0;
-  check(static_cast<bool>(in >> ticks), "the victim wrote the time it died");
-  return std::chrono::duration<double>(now - std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(ticks)))
+  check(static_cast<bool>(in >> ticks), "a time in " + path);
+  return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(ticks));
+}
+
+// The victim's clock reading just before it dies goes to $DDP_KILLED_AT_FILE.
+void write_death_time() { write_time(env_or("DDP_KILLED_AT_FILE", "")); }
+double seconds_since_death() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - read_time(env_or("DDP_KILLED_AT_FILE", "")))
       .count();
 }
 
@@ -156,16 +161,6 @@ void stop_self_for(std::chrono::milliseconds pause) {
   }
   raise(SIGSTOP);
   waitpid(child, nullptr, 0);
-}
-
-void write_time(const std::string& path) {
-  std::ofstream(path) << std::chrono::steady_clock::now().time_since_epoch().count();
-}
-std::chrono::steady_clock::time_point read_time(const std::string& path) {
-  std::ifstream in(path);
-  std::chrono::steady_clock::rep ticks = 0;
-  check(static_cast<bool>(in >> ticks), "a time in " + path);
-  return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(ticks));
 }
 
 // A rank that destroys its group after its last operation is no failure for the others. Root 0

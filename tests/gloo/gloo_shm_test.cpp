@@ -52,13 +52,16 @@ std::set<std::string> dev_shm_entries() {
 
 }  // namespace
 
-DDP_TEST_WORKER(shm_ready) {
+// A group, and an exact allreduce of every rank's pattern of `elements` floats over it.
+int make_group_and_allreduce(int64_t elements, const std::string& what) {
   auto pg = make_test_group();
-  std::vector<at::Tensor> t = {rank_pattern(rank(), {1000}, at::kFloat)};
+  std::vector<at::Tensor> t = {rank_pattern(rank(), {elements}, at::kFloat)};
   pg->allreduce(t)->wait();
-  check_equal(t[0], pattern(world() * (world() + 1) / 2.0, {1000}, at::kFloat), "allreduce");
+  check_equal(t[0], pattern(world() * (world() + 1) / 2.0, {elements}, at::kFloat), what);
   return 0;
 }
+
+DDP_TEST_WORKER(shm_ready) { return make_group_and_allreduce(1000, "allreduce"); }
 
 TEST(GlooShm, LogNamesTheTransport) {
   auto results = run_workers("shm_ready", 3, logged());
@@ -150,11 +153,7 @@ DDP_TEST_WORKER(leader_cannot_create) {
     rlimit small{64 << 10, 64 << 10};
     check(setrlimit(RLIMIT_FSIZE, &small) == 0, "setrlimit");
   }
-  auto pg = make_test_group();
-  std::vector<at::Tensor> t = {rank_pattern(rank(), {300007}, at::kFloat)};
-  pg->allreduce(t)->wait();
-  check_equal(t[0], pattern(world() * (world() + 1) / 2.0, {300007}, at::kFloat), "allreduce over the fallback");
-  return 0;
+  return make_group_and_allreduce(300007, "allreduce over the fallback");
 }
 TEST(GlooShm, SegmentThatCannotBeMadeFallsBackToTcp) {
   auto results = run_workers("leader_cannot_create", 3, logged());

@@ -8,9 +8,6 @@
 #include "ddp/gloo/shm_group.h"
 
 namespace ddp::gloo_backend {
-namespace {
-
-}  // namespace
 
 void shm_check_signatures(ShmGroup& g, const OpSignature& mine, const std::string& op_name) {
   const int buffer = g.next_buffer();
