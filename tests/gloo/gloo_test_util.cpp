@@ -2,6 +2,7 @@
 
 #include <ddp/process_group_gloo.h>
 
+#include <fstream>
 #include <sstream>
 #include <utility>
 
@@ -72,6 +73,17 @@ void check_equal(const at::Tensor& actual, const at::Tensor& expected, const std
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void write_time(const std::string& path) {
+  std::ofstream(path) << std::chrono::steady_clock::now().time_since_epoch().count();
+}
+
+std::chrono::steady_clock::time_point read_time(const std::string& path) {
+  std::ifstream in(path);
+  std::chrono::steady_clock::rep ticks = 0;
+  check(static_cast<bool>(in >> ticks), "a time in " + path);
+  return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(ticks));
 }
 
 }  // namespace ddp::testing

@@ -41,4 +41,9 @@ void check_equal(const at::Tensor& actual, const at::Tensor& expected, const std
 
 double seconds_since(std::chrono::steady_clock::time_point t0);
 
+/// A clock reading through a file, for comparing times across processes: steady_clock is
+/// CLOCK_MONOTONIC, one clock for every process on the machine.
+void write_time(const std::string& path);
+std::chrono::steady_clock::time_point read_time(const std::string& path);
+
 }  // namespace ddp::testing

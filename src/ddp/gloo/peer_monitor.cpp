@@ -2,6 +2,7 @@
 
 #include <gloo/common/error.h>
 #include <gloo/context.h>
+#include <gloo/transport/pair.h>
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
 
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "ddp/gloo/failure.h"
+#include "ddp/gloo/sigpipe_guard.h"
 
 namespace ddp::gloo_backend {
 namespace {
@@ -28,19 +30,22 @@ PeerMonitor::PeerMonitor(std::shared_ptr<::gloo::Context> context, std::chrono::
 }
 
 PeerMonitor::~PeerMonitor() {
+  stop();
+  // The canaries' receives are still posted, and Gloo's I/O thread signals a posted buffer when its
+  // connection closes through a pointer that does not keep the buffer alive: a peer exiting now
+  // raced with freeing the canaries (TSan: pthread_cond_broadcast in signalException against the
+  // destructor). Once the connections are gone no Gloo thread can reach the buffers.
+  close_connections_gracefully();
+}
+
+void PeerMonitor::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
     stopping_ = true;
   }
   cv_.notify_all();
   thread_.join();
-  // The canaries' receives are still posted, and Gloo's I/O thread signals a posted buffer when its
-  // connection closes through a pointer that does not keep the buffer alive: a peer exiting now
-  // raced with freeing the canaries (TSan: pthread_cond_broadcast in signalException against the
-  // destructor). Closing the connections from this thread first leaves the I/O thread nothing to
-  // signal. Only the group's destructor destroys the monitor, after its last operation, and the
-  // context would close the same connections next.
-  context_->closeConnections();
 }
 
 void PeerMonitor::watch(Abortable* target) {
@@ -53,28 +58,56 @@ void PeerMonitor::unwatch(Abortable* target) {
   watched_.erase(std::remove(watched_.begin(), watched_.end(), target), watched_.end());
 }
 
-void PeerMonitor::say_goodbye(std::chrono::milliseconds within) {
+void PeerMonitor::leave(std::chrono::milliseconds within) {
+  stop();
+  // Gloo writes a goodbye from this (the caller's) thread; to a peer that has closed already, that
+  // write raises SIGPIPE, which would end the process.
+  ScopedSigpipeBlock sigpipe_blocked;
   const auto deadline = std::chrono::steady_clock::now() + within;
-  std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> goodbyes;
   for (int peer = 0; peer < context_->size; ++peer) {
     if (peer == context_->rank) continue;
     auto goodbye = context_->createUnboundBuffer(nullptr, 0);
     try {
       goodbye->send(peer, canary_slot(), 0, 0);  // throws when the connection has already failed
-      goodbyes.push_back(std::move(goodbye));
+      goodbyes_.push_back(std::move(goodbye));
     } catch (const std::exception&) {
     }
   }
-  // Gloo sends once the peer's canary receive is known here, which it was soon after the group was
-  // made; the wait is for the bytes to leave, and the bound for a peer that is stopped or stuck.
-  for (auto& goodbye : goodbyes) {
+  wait_for_goodbyes(deadline);
+  close_connections_gracefully();
+}
+
+void PeerMonitor::wait_for_goodbyes(std::chrono::steady_clock::time_point deadline) {
+  // A goodbye goes to the kernel at once unless this rank's socket to that peer is full (the peer
+  // has megabytes of ours unread: stopped or starved); then it waits in Gloo's queue, which closing
+  // the connection would drop. Gloo's own waitSend timeout is no bound here: on expiry it fails
+  // every connection of the context. The waits have none, and a timer aborts them at the deadline.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread timer([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_until(lock, deadline, [&] { return done; }))
+      for (auto& goodbye : goodbyes_) goodbye->abortWaitSend();
+  });
+  for (auto& goodbye : goodbyes_) {
     try {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      goodbye->waitSend(std::max(left, std::chrono::milliseconds(1)));
+      goodbye->waitSend(std::chrono::hours(24));
     } catch (const std::exception&) {
-      // A peer that died or did not take it in time sees the connection close, as without a goodbye.
+      // The peer died meanwhile: it needs no goodbye.
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  timer.join();
+}
+
+void PeerMonitor::close_connections_gracefully() {
+  for (int peer = 0; peer < context_->size; ++peer)
+    if (peer != context_->rank) context_->getPair(peer).reset();
 }
 
 int PeerMonitor::find_failed_peer(std::string* cause) {

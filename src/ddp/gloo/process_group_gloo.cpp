@@ -48,9 +48,9 @@ constexpr size_t kInPlaceMinBytes = 1 << 20;
 // (each look costs a few microseconds per peer).
 constexpr std::chrono::milliseconds kMonitorInterval(200);
 constexpr std::chrono::milliseconds kShmMonitorInterval(20);
-// How long a rank leaving a healthy group waits for its goodbyes to go out: they go at once unless
-// a peer is stopped or stuck, and then the peer learns of the departure by the closed connection.
-constexpr std::chrono::milliseconds kGoodbyeWithin(1000);
+// How long a leaving rank waits for its goodbyes to reach the kernel: at once, unless a peer has
+// megabytes of ours unread (stopped or starved); past this the connection closes without it.
+constexpr std::chrono::milliseconds kGoodbyeWithin(2000);
 // Slot prefix of the signature check (routed_collectives.cpp has the algorithms').
 constexpr uint8_t kSignatureSlots = 0x47;
 // Each shared-memory slot buffer: pieces this size stay in the caches while they are copied and
@@ -212,6 +212,7 @@ class ProcessGroupGloo final : public ProcessGroup {
   std::mutex mu_;       // guards next_seq_ and failure_
   uint32_t next_seq_ = 0;
   std::optional<GroupFailure> failure_;
+  bool connections_reset_ = false;  // a failure reset every connection (run)
   std::unique_ptr<PeerMonitor> monitor_;
   std::unique_ptr<OpQueue> queue_;  // declared last: drained and joined before the monitor and context go
 };
@@ -274,17 +275,16 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
 
 ProcessGroupGloo::~ProcessGroupGloo() {
   queue_.reset();  // runs what is queued (each op ends within its timeout), then joins
-  // Every operation of this rank is done. When they all succeeded, peers still busy with an
-  // operation that does not need us must not take our closing connections for a death
-  // (PeerMonitor::say_goodbye); after a failure they should, and do.
-  bool healthy;
+  // Every operation of this rank is done, but peers may still be reading what it sent last, or be
+  // busy with an operation that does not need it: the rank leaves in order (PeerMonitor::leave),
+  // unless a failure already reset every connection so that nobody waits for it.
+  bool reset;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    healthy = !failure_;
+    reset = connections_reset_;
   }
-  if (!healthy) return;
   if (topology_.local) topology_.local->leave();
-  monitor_->say_goodbye(kGoodbyeWithin);
+  if (!reset) monitor_->leave(kGoodbyeWithin);
 }
 
 void ProcessGroupGloo::learn_peer_addresses(GlooStoreAdapter& store) {
@@ -377,14 +377,18 @@ void ProcessGroupGloo::run(const std::string& name, OpRun op, const OpSignature&
       error = name_first_lost_peer(error, failure);
       failure = GroupFailure::from(error);
     }
+    // A lost peer is seen by every rank directly (full mesh, PeerMonitor), and a mismatched call
+    // by every rank in the signatures it received (ours left before we compared). Other failures
+    // (a timeout, an error of our own) are not: reset every connection so peers blocked on us fail
+    // now instead of after their own timeout. A reset throws away what the peers have not read
+    // yet, so it is no way to end a mismatch: a slower rank lost our signature and took the reset
+    // for a lost peer (exit 200 instead of the mismatch's 2).
+    const bool close = failure.kind != GroupFailure::Kind::kPeer && failure.kind != GroupFailure::Kind::kConfig;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!failure_) failure_ = failure;
+      if (close) connections_reset_ = true;
     }
-    // A lost peer is seen by every rank directly (full mesh, PeerMonitor). Other failures (a
-    // timeout, an error of our own) are not: close every connection so peers blocked on us fail
-    // now instead of after their own timeout.
-    bool close = failure.kind != GroupFailure::Kind::kPeer;
     DDP_LOG(WARN) << failure.message << (close ? "; closing every connection of this gloo process group" : "");
     // Ranks of this host waiting in the segment learn it now, whatever the cause.
     if (topology_.local) topology_.local->fail();
