@@ -110,6 +110,35 @@ void run_peer_killed(int world_size) {
 TEST(GlooFailure, PeerKilledMidAllreduce2Ranks) { run_peer_killed(2); }
 TEST(GlooFailure, PeerKilledMidAllreduce4Ranks) { run_peer_killed(4); }
 
+// Rank 1 dies, before its own call, while ranks 2-4 wait for rank 0, which calls late. Each waiter
+// posted the receives of every peer's signature on one buffer, so its wait for rank 0 ends with the
+// error of rank 1's connection, which Gloo names by rank 1's listening address or, when rank 1 dialled
+// (Gloo 2022 picks the side by comparing addresses: a coin toss per connection), by an ephemeral port
+// the group cannot map to a rank. Every rank must still name rank 1, the rank that died. Falling
+// back to the rank it waited for, a waiter named rank 0, and through the store every rank then did:
+// the old code failed 3 runs in 8 here (the toss has to come up for at least one of three waiters).
+DDP_TEST_WORKER(dies_while_another_rank_is_awaited) {
+  auto pg = make_test_group(kShortTimeout);
+  pg->barrier()->wait();
+  std::vector<at::Tensor> t = {at::ones({1000})};
+  if (rank() == kVictim) {  // dies before its call: rank 2's receive of its signature is still posted
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    raise(SIGKILL);
+  }
+  if (rank() == 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+  try {
+    pg->allreduce(t)->wait();
+    check(false, "allreduce succeeded although rank 1 was killed");
+  } catch (const ddp::PeerError& e) {
+    std::fprintf(stderr, "rank %d: %s\n", rank(), e.what());
+    check(e.peer() == kVictim, "PeerError names rank 1, which died: " + std::string(e.what()));
+  }
+  return 0;
+}
+TEST(GlooFailure, DeadPeerNamedWhileAnotherIsAwaited) {
+  expect_victim_killed(run_workers("dies_while_another_rank_is_awaited", 5, gloo_worker_options()));
+}
+
 // Rank 1 never issues the allreduce. Rank 0 gets a TimeoutError naming the op once its timeout
 // (the per-op one when given, else the group's) has passed.
 int never_joins(std::chrono::milliseconds group_timeout, std::chrono::milliseconds op_timeout) {

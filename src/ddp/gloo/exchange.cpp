@@ -83,8 +83,13 @@ void Exchange::wait(Buffer* buf, int member, bool send) {
       throw TransportFailure(TransportFailure::Kind::kTimeout, peer,
                              "no progress within the " + std::to_string(env_.timeout.count()) + " ms timeout waiting to " +
                                  (send ? "send to" : "receive from") + " rank " + std::to_string(peer));
-    // Gloo names the failed connection by address; it may be another peer's than the awaited one.
+    // Gloo names the failed connection by address; it may be another peer's than the awaited one
+    // (a buffer posted to several peers takes the error of whichever connection failed). An address
+    // the directory does not know (a peer's ephemeral port) is found through the canaries instead:
+    // taking the awaited peer for it named a survivor as the dead rank.
     int named = env_.peers ? env_.peers->find_in(msg) : -1;
+    std::string cause;
+    if (named < 0 && env_.monitor) named = env_.monitor->failed_peer(&cause, std::chrono::milliseconds(200));
     throw TransportFailure(TransportFailure::Kind::kPeerLost, named >= 0 ? named : peer, msg);
   }
   if (!completed) throw_aborted();  // abort() interrupted the wait

@@ -110,6 +110,23 @@ void PeerMonitor::close_connections_gracefully() {
     if (peer != context_->rank) context_->getPair(peer).reset();
 }
 
+int PeerMonitor::failed_peer(std::string* cause, std::chrono::milliseconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  for (;;) {
+    {
+      // The monitor's thread checks the canaries under this lock too: two threads must not wait on
+      // one canary at once (an abort meant for one would leave the other to Gloo's timeout, which
+      // fails every connection).
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return -1;
+      const int peer = find_failed_peer(cause);
+      if (peer >= 0) return peer;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 int PeerMonitor::find_failed_peer(std::string* cause) {
   for (int peer = 0; peer < context_->size; ++peer) {
     if (!canaries_[peer]) continue;

@@ -56,6 +56,14 @@ class PeerMonitor {
   void watch(Abortable* target);
   void unwatch(Abortable* target);
 
+  /// The rank whose connection failed, with Gloo's reason in `cause`; -1 when none has. Gloo marks
+  /// a failed connection's transfers one after another, so a transfer of that connection may throw
+  /// before its canary does: this waits up to `within` for one. For an error whose address Gloo
+  /// gives as a peer's ephemeral port (unknown to the PeerDirectory), and for a transfer buffer
+  /// posted on several connections, which takes the error of whichever failed, whatever peer it
+  /// was waiting on.
+  int failed_peer(std::string* cause, std::chrono::milliseconds within);
+
   /// This rank leaves, having finished all of its operations (see above): stops watching, says
   /// goodbye on every connection still open, waits at most `within` for the goodbyes to reach the
   /// kernel (they wait in Gloo's own queue only while a peer has not read megabytes this rank
