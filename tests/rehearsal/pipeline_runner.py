@@ -204,7 +204,8 @@ def main():
             values = backend.root_inputs(spec, dict(params, training_runtime=runtime))
             with tempfile.TemporaryDirectory(prefix="kfp-outputs-") as out:
                 for run in plan(spec, values, backend, out):
-                    print(f"  {run.path}: {' '.join(run.argv)[:300]}")
+                    shown = run.argv[:2] + ["<program>"] + run.argv[3:] if run.inline else run.argv
+                    print(f"  {run.path}: {' '.join(shown)[:300]}")
                     print(f"    -> {describe(run)}")
         except KfpError as e:
             failed = True

@@ -38,12 +38,14 @@ the environment the controller injects (operators.py). Scenarios:
                ddprun. Then the same job with model-type resnet must fail (exit 2) with FailureReason
                naming it and no model.
   pipeline     (not in the default list) the hybrid Kubeflow pipeline, pipelines/hybrid-training.yaml,
-               run by pipeline_runner.py for each training_runtime (epochs 1): "kubernetes" -> only
-               the PyTorchJob launcher runs, and the PyTorchJob it creates (validated against the
-               CRD) is played after the data-prep Job to Succeeded with a model; "sagemaker" -> only
-               the SageMaker component runs, and its CreateTrainingJob request (2 x ml.p3.2xlarge,
-               string hyperparameters) is played by sagemaker.py on a synthetic CIFAR-10 in the
-               local S3 to Completed with model.tar.gz; "local" -> neither branch runs.
+               run by pipeline_runner.py for each training_runtime (epochs 1) with the rules of every
+               released KFP backend (kfp_backend.py: 2.0.5, 2.5.0, 2.16.0, 2.17.0; --kfp-version V
+               for one), which must all give the same command lines: "kubernetes" -> the compose step
+               runs, then the PyTorchJob launcher, and the PyTorchJob it creates (validated against
+               the CRD) is played after the data-prep Job to Succeeded with a model; "sagemaker" ->
+               the compose step, then the SageMaker component, whose CreateTrainingJob request (2 x
+               ml.p3.2xlarge, string hyperparameters) is played by sagemaker.py on a synthetic
+               CIFAR-10 in the local S3 to Completed with model.tar.gz; "local" -> neither branch.
   chaos        (not in the default list) seeded rounds of faults — a worker process, a whole ddprun,
                the master pod (the store's host) SIGKILLed, a pod's network cut for longer than the
                configured timeout — in the PyTorchJob and ddprun variants; every round must end with
@@ -90,6 +92,8 @@ import k8s_schema  # noqa: E402
 import kustomize_lite  # noqa: E402
 import netpods  # noqa: E402
 import operators  # noqa: E402
+import kfp_backend  # noqa: E402
+import kfp_components  # noqa: E402
 import pipeline_runner  # noqa: E402
 import sagemaker  # noqa: E402
 
@@ -623,24 +627,34 @@ PIPELINE_RUN = {"epochs": 1, "job_name": "ddp-pipeline", "bucket": "ddp-rehearsa
 
 
 def pipeline_plan(sc, runtime):
+    """The runs of one training_runtime, planned on every KFP version asked for (--kfp-version, else
+    all of kfp_backend.VERSIONS): each version must give the same command lines; those are played."""
     spec = pipeline_runner.load(os.path.join(sc.args.repo, "pipelines", "hybrid-training.yaml"))
-    values = pipeline_runner.root_inputs(spec, dict(PIPELINE_RUN, training_runtime=runtime))
-    log = []
-    runs = pipeline_runner.plan(spec, values, out_dir=os.path.join(sc.work, "outputs"), log=log)
-    for line in log:
-        print(f"  {line}")
-    return values, runs
+    found = {}
+    for version in sc.args.kfp_versions:
+        backend = kfp_backend.Backend(version)
+        values = backend.root_inputs(spec, dict(PIPELINE_RUN, training_runtime=runtime))
+        log = []
+        runs = pipeline_runner.plan(spec, values, backend, os.path.join(sc.work, "outputs"), log=log)
+        for line in log:
+            print(f"  KFP {version}: {line}")
+        found[version] = (values, runs)
+    argvs = {v: [r.argv for r in runs] for v, (_, runs) in found.items()}
+    first = sc.args.kfp_versions[0]
+    expect(all(a == argvs[first] for a in argvs.values()),
+           f"training_runtime={runtime}: the same command lines on KFP {', '.join(sc.args.kfp_versions)}")
+    return found[first]
 
 
 def scenario_pipeline(sc, state):
-    """The hybrid pipeline's two branches, as pipeline_runner.py resolves them, played to a model."""
+    """The hybrid pipeline's two branches, as the released KFP backends run them, played to a model."""
     _, runs = pipeline_plan(sc, "local")
     expect(runs == [], "training_runtime=local: neither branch runs")
 
     values, runs = pipeline_plan(sc, "kubernetes")
-    expect([r.component_name for r in runs] == ["comp-pytorch-operator-training-job"],
-           "training_runtime=kubernetes: only the PyTorchJob launcher runs")
-    job, settings = pipeline_runner.launcher_pytorchjob(runs[0])
+    expect([r.component_name for r in runs] == ["comp-compose-pytorchjob-specs", "comp-pytorch-operator-training-job"],
+           "training_runtime=kubernetes: the compose step, then the PyTorchJob launcher")
+    job, settings = kfp_components.launch_pytorchjob(runs[-1].argv)
     print(f"  note: the launcher's spec-level fields the v1.9 CRD prunes: {settings['pruned']}")
     expect(settings["delete_after_done"] is False, "the launcher keeps the PyTorchJob (--deleteAfterDone false)")
     errors = k8s_schema.validate(job)
@@ -659,14 +673,14 @@ def scenario_pipeline(sc, state):
         print(sc.tail(name))
     expect(res.condition == "Succeeded", f"PyTorchJob {name} succeeded ({res.reason})")
     digest = model_digest(os.path.join(sc.pvc, "models", name))
-    expect(bool(digest), f"the master wrote the model: {sorted(digest)}")
+    expect(bool(digest), f"the master wrote the model under models/{name} (JOB_NAME from the pods' label): {sorted(digest)}")
     done = last_done_line(sc.log_text(f"{name}-master-0"))
     print(f"  note: rank 0's last line: {done[0] if done else '?'} steps, {done[1] if done else '?'} images")
 
     values, runs = pipeline_plan(sc, "sagemaker")
-    expect([r.component_name for r in runs] == ["comp-sagemaker-training-job"],
-           "training_runtime=sagemaker: only the SageMaker training component runs")
-    request = pipeline_runner.sagemaker_request(runs[0])
+    expect([r.component_name for r in runs] == ["comp-compose-sagemaker-inputs", "comp-sagemaker-training-job"],
+           "training_runtime=sagemaker: the compose step, then the SageMaker training component")
+    request = kfp_components.sagemaker_training(runs[-1].argv)
     rc = request["ResourceConfig"]
     expect(rc["InstanceCount"] == 2 and rc["InstanceType"] == "ml.p3.2xlarge", "2 x ml.p3.2xlarge")
     hp = request["HyperParameters"]
@@ -715,9 +729,12 @@ def main():
                     help="chaos: the trainers' --timeout and ddprun's --join-timeout, seconds")
     ap.add_argument("--chaos-kinds", default="", help="chaos: only these faults (comma-separated)")
     ap.add_argument("--chaos-variants", default="", help="chaos: only these jobs (pytorchjob, ddprun)")
+    ap.add_argument("--kfp-version", choices=kfp_backend.VERSIONS,
+                    help="pipeline: plan with this KFP backend's rules only (default: every version, same result)")
     ap.add_argument("--standin-bin-dir", help=argparse.SUPPRESS)  # harness development only, never in ctest
     ap.add_argument("--strip-flag", action="append", default=[], help=argparse.SUPPRESS)  # idem
     args = ap.parse_args()
+    args.kfp_versions = [args.kfp_version] if args.kfp_version else list(kfp_backend.VERSIONS)
     names = [s for s in args.scenario.split(",") if s]
     for n in names:
         if n not in SCENARIOS:
