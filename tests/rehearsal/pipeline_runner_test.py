@@ -9,6 +9,7 @@
   versions the real backends fail it on and not on the others (the runner can tell);
 - the components' programs refuse what the real ones refuse, and the compose steps bad values.
 """
+import ast
 import atexit
 import copy
 import os
@@ -28,6 +29,8 @@ import kfp_backend  # noqa: E402
 import kfp_components  # noqa: E402
 import pipeline_runner as pr  # noqa: E402
 import sagemaker  # noqa: E402
+sys.path.insert(0, os.path.join(REPO, "pipelines"))
+import hybrid_training  # noqa: E402
 
 SPEC = pr.load(os.path.join(REPO, "pipelines", "hybrid-training.yaml"))
 RUN = {"bucket": "ddp-bucket", "role": "arn:aws:iam::000000000000:role/ddp", "epochs": 3, "batch_size": 32,
@@ -136,6 +139,31 @@ class EveryVersion(unittest.TestCase):
         self.assertFalse(req["EnableNetworkIsolation"])
         with self.assertRaisesRegex(kfp_components.ComponentExit, "Max wait time must be greater"):
             request(plan("sagemaker", "2.17", spot_instance=True, max_run_time=3600, max_wait_time=60))
+
+
+    def test_fastfile_and_file_system_channels(self):
+        req = request(plan("sagemaker", "2.0", input_mode="FastFile"))
+        sagemaker.validate(req)
+        self.assertEqual(req["InputDataConfig"][0]["InputMode"], "FastFile")
+        self.assertEqual(req["AlgorithmSpecification"]["TrainingInputMode"], "File")
+        fsx = dict(data_source="fsx", file_system_id="fs-0123456789abcdef0", file_system_path="/fsx-mount/cifar10")
+        req = request(plan("sagemaker", "2.17", vpc_subnets="subnet-1,subnet-2", vpc_security_group_ids="sg-1", **fsx))
+        sagemaker.validate(req)
+        self.assertEqual(req["InputDataConfig"][0]["DataSource"], {"FileSystemDataSource": {
+            "FileSystemId": "fs-0123456789abcdef0", "FileSystemType": "FSxLustre", "FileSystemAccessMode": "ro",
+            "DirectoryPath": "/fsx-mount/cifar10"}})
+        self.assertEqual(req["VpcConfig"], {"SecurityGroupIds": ["sg-1"], "Subnets": ["subnet-1", "subnet-2"]})
+        with self.assertRaisesRegex(sagemaker.RequestError, "needs VpcConfig"):
+            sagemaker.validate(request(plan("sagemaker", "2.17", **fsx)))
+
+    def test_docs_estimator_example_has_the_pipeline_s_metric_definitions(self):
+        text = open(os.path.join(REPO, "docs", "KUBEFLOW.md"), encoding="utf-8").read()
+        blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:] if "metric_definitions = [" in b]
+        self.assertEqual(len(blocks), 1, "one estimator example with metric_definitions in docs/KUBEFLOW.md")
+        assigned = [n.value for n in ast.parse(blocks[0]).body if isinstance(n, ast.Assign)
+                    and getattr(n.targets[0], "id", "") == "metric_definitions"]
+        self.assertEqual(ast.literal_eval(assigned[0]),
+                         [{"Name": k, "Regex": v} for k, v in hybrid_training.METRIC_DEFINITIONS.items()])
 
 
 class PlantedDefects(unittest.TestCase):
