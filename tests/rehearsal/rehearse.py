@@ -25,7 +25,10 @@ the environment the controller injects (operators.py). Scenarios:
                --device cpu --backend gloo --amp none --image-size 64 --arch resnet18 --epochs 1
                --batch-size 8. Must complete with a model and a checkpoint.
   ranzcr-minikf  overlays/ranzcr-minikf (Master 1 + Worker 1, the article's MiniKF job) on its
-               ReadWriteOnce volume, every pod on this one machine as on a single-node MiniKF. First its
+               ReadWriteOnce volume, every pod on this one machine as on a single-node MiniKF; its
+               podAffinity must select every pod whatever operator labels them (OPERATOR_LABELS), and
+               the job is played with the labels of pytorch-operator v1.0 (an old MiniKF's: no
+               training.kubeflow.org/*), its model landing under models/ranzcr-minikf. First its
                data-prep Job alone on the empty volume: it must fail (exit 2, no retry cures it) naming
                the path it looked at and how to ask for synthetic data; then the request by name
                (k8s/data/synthetic/ranzcr), then the job played on CPU as ranzcr-cpu (--image-size 64
@@ -336,7 +339,7 @@ def ask_for_synthetic(sc, prep_jobs, timeout=300):
 
 
 def pytorchjob_run(sc, overlay, overrides, mutate=None, dns_delay=0.0, master_start_delay=0.0, on_tick=None,
-                   timeout=300, data_first=False):
+                   timeout=300, data_first=False, operator="training-operator v1.9"):
     """Plays `kubectl apply -k overlay`: the data-prep Job beside the PyTorchJob (the workers' init
     containers wait for the data), or with data_first the Job to completion before the PyTorchJob
     (a volume prepared earlier: the trainers start at once). Synthetic data is asked for by name
@@ -355,7 +358,7 @@ def pytorchjob_run(sc, overlay, overrides, mutate=None, dns_delay=0.0, master_st
     else:
         threads = [run_job_thread(sc, j, timeout) for j in prep]   # applied together, as kubectl apply -k does
     res = operators.play_pytorchjob(job, sc.factory, timeout, dns_delay=dns_delay,
-                                    master_start_delay=master_start_delay, on_tick=on_tick)
+                                    master_start_delay=master_start_delay, on_tick=on_tick, operator=operator)
     for t, box in threads:
         t.join(timeout)
         if "error" in box:
@@ -536,18 +539,32 @@ def scenario_ranzcr_minikf(sc, state):
                "its log names the path it looked at and how to ask for synthetic data")
         expect(not os.path.exists(looked), "nothing was written to the volume")
 
+    # The pods' placement on one node (RWO) and JOB_NAME must not depend on the operator's own labels:
+    # every version's pods must match every podAffinity term of the job.
+    for op in operators.OPERATOR_LABELS:
+        pods = {f"{r}-{i}": operators.pod_labels(pj, r, i, op) for r, rs in specs.items() for i in range(rs["replicas"])}
+        terms = [(r, t["labelSelector"]["matchLabels"]) for r, rs in specs.items() for t in
+                 rs["template"]["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]]
+        missed = [(r, p) for r, sel in terms for p, labels in pods.items() if any(labels.get(k) != v for k, v in sel.items())]
+        expect(terms and not missed, f"{op}: every pod matches every replica's podAffinity selector {terms[0][1]} "
+                                     f"(all on one node){'' if not missed else f'; missed {missed}'}")
+
     def on_cpu(job):
         for rs in job["spec"]["pytorchReplicaSpecs"].values():
             c = rs["template"]["spec"]["containers"][0]
             for flag, value in RANZCR_ON_CPU:
                 c["args"] = set_flag(c["args"], flag, value)
-    job, res = pytorchjob_run(sc, overlay, [], mutate=on_cpu, timeout=600)
+    # Played with the labels of kubeflow/pytorch-operator v1.0, what an old MiniKF runs: none of
+    # training.kubeflow.org/*; JOB_NAME (the model's folder) must still be the job's name.
+    job, res = pytorchjob_run(sc, overlay, [], mutate=on_cpu, timeout=600, operator="pytorch-operator v1.0")
     name = job["metadata"]["name"]
     if res.condition != "Succeeded":
         print(sc.tail(name))
-    expect(res.condition == "Succeeded", f"PyTorchJob {name} (Master 1 + Worker 1) succeeded on CPU ({res.reason})")
+    expect(res.condition == "Succeeded", f"PyTorchJob {name} (Master 1 + Worker 1) succeeded on CPU under "
+                                         f"pytorch-operator v1.0's pod labels ({res.reason})")
     expect(res.total_recreations == 0, "no pod was recreated")
-    expect(bool(model_digest(os.path.join(sc.pvc, "models", name))), "the model was written")
+    expect(bool(model_digest(os.path.join(sc.pvc, "models", name))), f"the model was written under models/{name} "
+                                                                       "(JOB_NAME from the job's own label)")
     expect(bool(checkpoint_steps(os.path.join(sc.pvc, "checkpoints", name))), "an epoch-end checkpoint was written")
 
 
