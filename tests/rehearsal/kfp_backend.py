@@ -173,6 +173,11 @@ def fits(ptype, v):
             "BOOLEAN": isinstance(v, bool), "STRUCT": isinstance(v, dict), "LIST": isinstance(v, list)}.get(ptype, False)
 
 
+def _q(text):
+    """Go's %q of a string (double quotes, backslash escapes): the backend's error messages use it."""
+    return json.dumps(text)
+
+
 def _kind(v):
     return ("null" if v is None else "bool" if isinstance(v, bool) else "number" if isinstance(v, (int, float))
             else "string" if isinstance(v, str) else "struct" if isinstance(v, dict) else "list")
@@ -235,10 +240,10 @@ class Backend:
                 producer, key = ref.get("producerTask"), ref.get("outputParameterKey")
                 if producer not in produced:
                     raise KfpError("driver", f"{where}: resolving input parameter {name}: cannot find producer task "
-                                             f"{producer!r}")
+                                             f"{_q(producer)}")
                 if key not in produced[producer]:
                     raise KfpError("driver", f"{where}: resolving input parameter {name}: cannot find output parameter "
-                                             f"key {key!r} in producer task {producer!r}")
+                                             f"key {_q(key)} in producer task {_q(producer)}")
                 values[name] = produced[producer][key]
             elif "runtimeValue" in spec:
                 values[name] = (spec["runtimeValue"] or {}).get("constant")
@@ -248,14 +253,18 @@ class Backend:
             if name not in values:
                 if not d.get("isOptional") and "defaultValue" not in d:
                     raise KfpError("driver", f"{where}: neither value nor default value provided for non-optional "
-                                             f"parameter {name!r}")
+                                             f"parameter {_q(name)}")
                 continue
             ptype, v = d.get("parameterType"), values[name]
             if ptype == "STRING":
                 if not isinstance(v, str):
                     values[name] = launcher_text(v)
-            elif not fits(ptype, v) and not (ptype == "NUMBER_DOUBLE" and _kind(v) == "number"):
-                raise KfpError("driver", f"{where}: input parameter {name!r} type mismatch: expect {ptype}, "
+            elif v is None:
+                raise KfpError("driver", f"{where}: got null for input parameter {_q(name)}")
+            elif _kind(v) != {"NUMBER_INTEGER": "number", "NUMBER_DOUBLE": "number", "BOOLEAN": "bool",
+                              "LIST": "list", "STRUCT": "struct"}.get(ptype):
+                # The kind only: a NUMBER_INTEGER input takes any number (1.5 too), as the driver does.
+                raise KfpError("driver", f"{where}: input parameter {_q(name)} type mismatch: expect {ptype}, "
                                          f"got {_kind(v)}")
         return values
 
@@ -280,7 +289,7 @@ class Backend:
             def one(m):
                 if m.group(1) not in inputs:
                     raise KfpError("driver", f"{where}: failed to resolve container args: failed to resolve input "
-                                             f"parameters: parameter {m.group(1)!r} not found in executor input")
+                                             f"parameters: parameter {_q(m.group(1))} not found in executor input")
                 return driver_text(inputs[m.group(1)])
             return IN_PARAM.sub(one, arg)
         for arg in args:
@@ -346,7 +355,7 @@ class Backend:
                 with open(path, encoding="utf-8") as f:
                     text = f.read()
             except OSError as e:
-                raise KfpError("launcher", f"{where}: failed to read output parameter name={name!r} path={path!r}: {e}")
+                raise KfpError("launcher", f"{where}: failed to read output parameter name={_q(name)} path={_q(path)}: {e}")
             out[name] = _text_to_value(text, d.get("parameterType"), f"{where}: output parameter {name}")
         return out
 

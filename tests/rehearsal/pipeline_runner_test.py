@@ -202,7 +202,7 @@ class PlantedDefects(unittest.TestCase):
         del at(spec, K8S + ["inputs", "parameters"])["version"]
         for v in OLD:
             self.assertEqual(launcher(plan("kubernetes", v, spec))[0]["apiVersion"], "kubeflow.org/v1")
-        with self.assertRaisesRegex(kfp_backend.KfpError, "parameter 'version' not found in executor input"):
+        with self.assertRaisesRegex(kfp_backend.KfpError, 'parameter "version" not found in executor input'):
             plan("kubernetes", "2.17", spec)
 
 
