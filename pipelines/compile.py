@@ -7,21 +7,30 @@ pipeline spec, laid out as the KFP v2 SDK compiler lays out the same pipeline (k
                 exec-<component>, inputDefinitions from the v1 inputs: String STRING, Integer
                 NUMBER_INTEGER, Float NUMBER_DOUBLE, Bool/Boolean BOOLEAN, JsonObject STRUCT,
                 JsonArray LIST; a default makes the input optional; untyped outputs are
-                system.Artifact outputs)
+                system.Artifact outputs, typed output parameters outputDefinitions.parameters)
   deploymentSpec.executors.exec-<component>.container: image, command, args with
                 {{$.inputs.parameters['x']}}, {{$.outputs.artifacts['y'].path}} and
-                {"IfPresent": {...}} placeholders
+                {{$.outputs.parameters['z'].output_file}} placeholders; an inline program's text
   root:         the pipeline's parameters (defaults, optional) and one task per branch,
                 condition-<i>, with triggerPolicy.condition a CEL expression such as
                 inputs.parameter_values['pipelinechannel--training_runtime'] == 'kubernetes'
   A parameter used by a task inside a branch reaches it as the sub-DAG input
-  pipelinechannel--<name>; one used inside a constant (f-string, dict, list) is substituted at run
-  time through the same placeholder.
+  pipelinechannel--<name>; a task's input from another task's output is a taskOutputParameter, and
+  the consumer lists its producer in dependentTasks.
+
+What every released backend (KFP 2.0 through 2.17) runs, compile.py enforces, refusing (exit 2):
+  - an IfPresent argument (no backend before 2.17.0 resolves it),
+  - a pipeline parameter inside a constant (f-string, dict, list: backends up to 2.16 fill a nested
+    placeholder only when Go's map order favours it; compose such values in a step),
+  - a task that leaves an input of its component out (2.17.0's driver fills the command line before
+    the launcher adds defaults),
+  - an inline program that is not Python 3.6 or that holds "{{$" (the backend would fill it).
 
   compile.py [--output pipelines/hybrid-training.yaml]    writes the spec
   compile.py --check                                       exit 1 if the committed file differs
 """
 import argparse
+import ast
 import json
 import os
 import re
@@ -81,10 +90,28 @@ def component_spec(comp, label):
             p["isOptional"] = True
         params[name] = p
     spec = {"executorLabel": label, "inputDefinitions": {"parameters": params}}
+    outputs = {}
     if comp["outputs"]:
-        spec["outputDefinitions"] = {"artifacts": {
-            o: {"artifactType": {"schemaTitle": "system.Artifact", "schemaVersion": "0.0.1"}} for o in comp["outputs"]}}
+        outputs["artifacts"] = {
+            o: {"artifactType": {"schemaTitle": "system.Artifact", "schemaVersion": "0.0.1"}} for o in comp["outputs"]}
+    if comp.get("output_parameters"):
+        outputs["parameters"] = {o: {"parameterType": V1_TYPES[t]} for o, t in comp["output_parameters"]}
+    if outputs:
+        spec["outputDefinitions"] = outputs
     return spec
+
+
+def inline_program(name):
+    """An inline program's text (a file of this folder), checked as the backends will run it."""
+    with open(os.path.join(HERE, name), encoding="utf-8") as f:
+        text = f.read()
+    if "{{$" in text:
+        raise ValueError(f"{name} holds '{{{{$': the backend would take it for a placeholder")
+    try:
+        ast.parse(text, filename=name, feature_version=(3, 6))
+    except SyntaxError as e:
+        raise ValueError(f"{name} is not Python 3.6 (the launcher image's): {e}") from None
+    return text
 
 
 def render_arg(arg):
@@ -95,13 +122,18 @@ def render_arg(arg):
         return param_placeholder(arg[1])
     if kind == "output_path":
         return "{{$.outputs.artifacts['" + arg[1] + "'].path}}"
+    if kind == "output_file":
+        return "{{$.outputs.parameters['" + arg[1] + "'].output_file}}"
+    if kind == "program":
+        return inline_program(arg[1])
     if kind == "if_present":
-        return json.dumps({"IfPresent": {"InputName": arg[1], "Then": [render_arg(a) for a in arg[2]]}})
+        raise ValueError(f"an IfPresent argument on {arg[1]!r}: no KFP backend before 2.17.0 resolves it "
+                         "(pass the input always, or drop it)")
     raise ValueError(f"unknown argument form {arg!r}")
 
 
 def executor(comp):
-    return {"container": {"image": comp["image"], "command": list(comp["command"]),
+    return {"container": {"image": comp["image"], "command": [render_arg(a) for a in comp["command"]],
                           "args": [render_arg(a) for a in comp["args"]]}}
 
 
@@ -121,16 +153,6 @@ def channels_in(value, found):
     return found
 
 
-def substitute(value):
-    if isinstance(value, str):
-        return CHANNEL.sub(lambda m: param_placeholder(channel_input(m.group(1))), value)
-    if isinstance(value, dict):
-        return {substitute(k): substitute(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [substitute(v) for v in value]
-    return value
-
-
 def constant(value):
     """A Python constant as a protobuf Value holds it: every number is a double (1 -> 1.0)."""
     if isinstance(value, bool) or value is None:
@@ -144,10 +166,14 @@ def constant(value):
     return value
 
 
-def task_inputs(comp, arguments, param_types):
-    """The task's inputs.parameters and the pipeline parameters it uses."""
+def task_inputs(comp, arguments, param_types, producers):
+    """The task's inputs.parameters, the pipeline parameters it uses and the tasks it depends on.
+    producers: {id(component): task name} of the tasks before it in its branch."""
     declared = {name for name, _, _, _ in comp["inputs"]}
-    inputs, used = {}, []
+    for name in sorted(declared - set(arguments)):
+        raise ValueError(f"{comp['name']}: input {name} is not passed (every input of every task is: KFP 2.17.0's "
+                         "driver fills the command line before the launcher adds defaults)")
+    inputs, used, deps = {}, [], []
     for name, value in arguments.items():
         if name not in declared:
             raise ValueError(f"{comp['name']}: no input named {name}")
@@ -158,15 +184,22 @@ def task_inputs(comp, arguments, param_types):
             if value.name not in used:
                 used.append(value.name)
             continue
-        names = channels_in(value, [])
-        for n in names:
-            if n not in param_types:
-                raise ValueError(f"{comp['name']}.{name}: unknown pipeline parameter {n}")
-            inputs[channel_input(n)] = {"componentInputParameter": channel_input(n)}
-            if n not in used:
-                used.append(n)
-        inputs[name] = {"runtimeValue": {"constant": constant(substitute(value))}}
-    return inputs, used
+        if isinstance(value, hybrid_training.Out):
+            producer = producers.get(id(value.component))
+            outs = dict(value.component.get("output_parameters") or [])
+            if producer is None or value.output not in outs:
+                raise ValueError(f"{comp['name']}.{name}: no earlier task in the branch has output {value.output}")
+            inputs[name] = {"taskOutputParameter": {"outputParameterKey": value.output, "producerTask": producer}}
+            if producer not in deps:
+                deps.append(producer)
+            continue
+        nested = channels_in(value, [])
+        if nested:
+            raise ValueError(f"{comp['name']}.{name}: pipeline parameter {nested[0]} inside a constant (backends up to "
+                             "2.16 fill such a nested placeholder only when Go's map order favours it): compose the "
+                             "value in a step or pass the parameter whole")
+        inputs[name] = {"runtimeValue": {"constant": constant(value)}}
+    return inputs, used, sorted(deps)
 
 
 def cel_literal(value):
@@ -182,25 +215,29 @@ def build():
     param_types = {name: PY_TYPES[t] for name, t, _, _ in pl.PARAMETERS}
     components, executors, root_tasks = {}, {}, {}
     for i, branch in enumerate(pl.BRANCHES, start=1):
-        comp = branch["component"]
-        task_name = sanitize(comp["name"])
-        comp_key, exec_key = f"comp-{task_name}", f"exec-{task_name}"
-        if comp_key in components:
-            raise ValueError(f"component {comp['name']} used twice: the KFP compiler would number it")
-        components[comp_key] = component_spec(comp, exec_key)
-        executors[exec_key] = executor(comp)
-        inputs, used = task_inputs(comp, branch["arguments"], param_types)
+        dag_tasks, used_all, producers = {}, [], {}
+        for comp, arguments in branch["tasks"]:
+            task_name = sanitize(comp["name"])
+            comp_key, exec_key = f"comp-{task_name}", f"exec-{task_name}"
+            if comp_key in components:
+                raise ValueError(f"component {comp['name']} used twice: the KFP compiler would number it")
+            components[comp_key] = component_spec(comp, exec_key)
+            executors[exec_key] = executor(comp)
+            inputs, used, deps = task_inputs(comp, arguments, param_types, producers)
+            task = {"cachingOptions": {}, "componentRef": {"name": comp_key},
+                    "inputs": {"parameters": inputs}, "taskInfo": {"name": task_name}}
+            if deps:
+                task["dependentTasks"] = deps
+            dag_tasks[task_name] = task
+            producers[id(comp)] = task_name
+            used_all += [u for u in used if u not in used_all]
         cond_param, op, literal = branch["condition"]
         if op not in ("==", "!="):
             raise ValueError(f"condition operator {op!r}: only == and != are compiled")
-        dag_params = sorted(set(used) | {cond_param})
+        dag_params = sorted(set(used_all) | {cond_param})
         group = f"condition-{i}"
         components[f"comp-{group}"] = {
-            "dag": {"tasks": {task_name: {
-                "cachingOptions": {},
-                "componentRef": {"name": comp_key},
-                "inputs": {"parameters": inputs},
-                "taskInfo": {"name": task_name}}}},
+            "dag": {"tasks": dag_tasks},
             "inputDefinitions": {"parameters": {
                 channel_input(n): {"parameterType": param_types[n]} for n in dag_params}}}
         root_tasks[group] = {

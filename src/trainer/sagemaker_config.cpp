@@ -60,6 +60,23 @@ std::string read_config_file(const std::string& path) {
   return text;
 }
 
+// "ranzcr" / "train_ranzcr" -> "train_ranzcr"; empty when `value` names no trainer.
+std::string program_named(const std::string& value) {
+  for (const char* name : {"cifar10", "ranzcr"}) {
+    const std::string program = std::string("train_") + name;
+    if (value == name || value == program) return program;
+  }
+  return "";
+}
+
+std::string checked(const std::string& what, const std::string& value) {
+  const std::string program = program_named(value);
+  if (program.empty())
+    throw ConfigError(what + "='" + util::printable(value) +
+                      "' is not a trainer: cifar10 or ranzcr (train_cifar10 or train_ranzcr)");
+  return program;
+}
+
 bool file_exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
@@ -109,6 +126,10 @@ Hyperparameters parse_hyperparameters(std::string_view text, const std::string& 
       hp.ignored.push_back(name);
       continue;
     }
+    if (name == "trainer") {
+      hp.trainer = decode_hyperparameter(name, value, source);
+      continue;
+    }
     hp.values.emplace_back(name, decode_hyperparameter(name, value, source));
   }
   return hp;
@@ -122,11 +143,12 @@ std::vector<std::string> parse_input_data_config(std::string_view text, const st
     if (!value.is(Kind::kObject))
       throw ConfigError(source + ": channel \"" + util::printable(name, 64) + "\" is " +
                         JsonValue::kind_name(value.kind()) + ", not an object");
+    // FastFile streams S3 objects but shows them as files under input/data/<channel>, as File does.
     if (const JsonValue* mode = value.find("TrainingInputMode")) {
       const std::string& m = mode->string_value(source + ": " + name + ".TrainingInputMode");
-      if (m != "File")
+      if (m != "File" && m != "FastFile")
         throw ConfigError(source + ": channel \"" + util::printable(name, 64) + "\" has TrainingInputMode '" +
-                          util::printable(m) + "'; the trainers read files: use File");
+                          util::printable(m) + "'; the trainers read files: use File or FastFile");
     }
     channels.push_back(name);
   }
@@ -145,6 +167,18 @@ SageMakerConfig read_sagemaker_config(const std::string& root) {
     c.channels = parse_input_data_config(read_config_file(dir + "inputdataconfig.json"), dir + "inputdataconfig.json");
   }
   return c;
+}
+
+std::string sagemaker_trainer(const Hyperparameters& hp, const util::EnvMap& env, const std::string& running) {
+  const auto from_env = util::env_get(env, "SAGEMAKER_PROGRAM");
+  const std::string by_env = from_env ? checked("SAGEMAKER_PROGRAM", *from_env) : "";
+  const std::string by_hp = hp.trainer.empty() ? "" : checked("hyperparameter \"trainer\"", hp.trainer);
+  if (!by_env.empty() && !by_hp.empty() && by_env != by_hp)
+    throw ConfigError("hyperparameter \"trainer\"='" + util::printable(hp.trainer) + "' and SAGEMAKER_PROGRAM='" +
+                      util::printable(*from_env) + "' name different trainers: set one");
+  if (!by_hp.empty()) return by_hp;
+  if (!by_env.empty()) return by_env;
+  return running;
 }
 
 }  // namespace ddp::trainer

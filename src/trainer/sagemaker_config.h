@@ -5,7 +5,8 @@
 //   <root>/input/config/resourceconfig.json    {"current_host":"algo-1","hosts":["algo-1","algo-2"],
 //                                                "network_interface_name":"eth0", ...other keys ignored}
 //   <root>/input/config/hyperparameters.json   {"epochs":"1","model-type":"\"custom\"", ...}
-//   <root>/input/config/inputdataconfig.json   {"training":{"TrainingInputMode":"File", ...}} (optional)
+//   <root>/input/config/inputdataconfig.json   {"training":{"TrainingInputMode":"File", ...}} (optional;
+//                                                File or FastFile: both present the data as files)
 //
 //   SageMakerConfig c = read_sagemaker_config(sagemaker_root(util::process_env()));
 //
@@ -30,10 +31,12 @@ struct ResourceConfig {
 /// hyperparameters.json decoded as the toolkit does: a value that parses as JSON is that JSON (so
 /// "\"custom\"" and "custom" both mean custom, "1" means 1), anything else is the text itself. A
 /// number or boolean becomes its text; null, arrays and objects are refused (no trainer flag takes
-/// one). `sagemaker_*` names (the toolkit's own, e.g. sagemaker_program) are moved to `ignored`.
+/// one). `sagemaker_*` names (the toolkit's own, e.g. sagemaker_program) are moved to `ignored`;
+/// `trainer` (which program runs: sagemaker_trainer below) to `trainer`.
 struct Hyperparameters {
   std::vector<std::pair<std::string, std::string>> values;  ///< file order
   std::vector<std::string> ignored;
+  std::string trainer;  ///< the `trainer` hyperparameter; empty when absent
 };
 
 struct SageMakerConfig {
@@ -56,5 +59,14 @@ std::vector<std::string> parse_input_data_config(std::string_view text, const st
 /// Reads <root>/input/config/*.json: resourceconfig.json and hyperparameters.json are required,
 /// inputdataconfig.json is optional.
 SageMakerConfig read_sagemaker_config(const std::string& root);
+
+/// Which trainer `docker run IMAGE train` runs, "train_cifar10" or "train_ranzcr". The image's
+/// ENTRYPOINT is train_cifar10, and neither the SageMaker KFP component nor an Estimator without
+/// ContainerEntrypoint can change it, so the job says it instead: the `trainer` hyperparameter
+/// (cifar10 or ranzcr; train_cifar10 / train_ranzcr also accepted), or SAGEMAKER_PROGRAM (the
+/// toolkit's name for the program to run: an Estimator's environment, CreateTrainingJob's
+/// Environment, or ENV in a derived image); neither: `running`, the program that was started. Both set
+/// and naming different trainers, or a value naming no trainer, is a ConfigError naming the values.
+std::string sagemaker_trainer(const Hyperparameters& hp, const util::EnvMap& env, const std::string& running);
 
 }  // namespace ddp::trainer

@@ -3,13 +3,17 @@
 #include <ddp/errors.h>
 #include <ddp/logging.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/files.h"
 #include "util/json.h"
 #include "util/numbers.h"
+#include "util/program_path.h"
 
 namespace ddp::trainer {
 namespace {
@@ -64,6 +68,45 @@ std::string training_channel(const SageMakerConfig& c) {
                         : "no training channel: neither " + data + "training nor " + data + "train exists");
 }
 
+// SageMaker makes /opt/ml before the container starts; whether the image's USER may write its model/
+// and checkpoints/ folders depends on how they were made. Find out before training, not after it.
+void require_writable(const std::string& dir) {
+  if (::access(dir.c_str(), W_OK | X_OK) == 0) return;
+  const std::string reason = std::strerror(errno);
+  struct stat st {};
+  const std::string made = ::stat(dir.c_str(), &st) == 0
+                               ? "owner uid " + std::to_string(st.st_uid) + ", mode " +
+                                     std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
+                                     std::to_string(st.st_mode & 7)
+                               : reason;
+  throw ConfigError(dir + " is not writable by uid " + std::to_string(::geteuid()) + " (" + made +
+                    "): the platform made it for another user; run the image as root "
+                    "(docs/KUBEFLOW.md, SageMaker, \"Which user runs the container\")");
+}
+
+// Replaces this process with `program train` (sagemaker_trainer's choice): the running program's
+// folder first (the image's /opt/ddp/bin holds both trainers), then PATH. Same pid, so SageMaker's
+// signals reach the trainer; the other program reads the same /opt/ml. Returns only by throwing.
+[[noreturn]] void exec_trainer(const std::string& program, const util::EnvMap& env) {
+  std::string path;
+  const std::string here = util::own_directory();
+  if (!here.empty() && ::access((here + "/" + program).c_str(), X_OK) == 0) {
+    path = here + "/" + program;
+  } else {
+    try {
+      path = util::resolve_program(program, env);
+    } catch (const ConfigError& e) {
+      throw ConfigError("sagemaker: the job asks for " + program + ", which is neither in " +
+                        (here.empty() ? std::string("this program's folder") : here) + " nor in PATH (" + e.what() +
+                        ")");
+    }
+  }
+  DDP_LOG(INFO) << "sagemaker: the job asks for " << program << ": running " << path << " train";
+  const char* argv[] = {path.c_str(), "train", nullptr};
+  ::execv(path.c_str(), const_cast<char* const*>(argv));
+  throw ConfigError("sagemaker: cannot start " + path + ": " + std::strerror(errno));
+}
+
 void set_env(const char* name, const std::string& value, bool overwrite) {
   if (::setenv(name, value.c_str(), overwrite ? 1 : 0) != 0)
     throw ConfigError(std::string("cannot set ") + name + ": " + std::strerror(errno));
@@ -114,13 +157,19 @@ std::vector<std::string> sagemaker_arguments(const cxxopts::Options& cli, const 
 TrainerArgs sagemaker_or_command_line(const cxxopts::Options& cli, int argc, const char* const* argv) {
   if (!is_sagemaker_train(argc, argv)) return TrainerArgs(std::vector<std::string>(argv, argv + argc));
   const std::string program = cli.program();
-  const std::string root = sagemaker_root(util::process_env());
+  const util::EnvMap env = util::process_env();
+  const std::string root = sagemaker_root(env);
   g_failure_root = root;
   if (argc > 2)
     throw ConfigError(program + " train: unexpected argument '" + util::printable(argv[2], 64) +
                       "' (SageMaker mode takes its settings from " + root + "/input/config/hyperparameters.json)");
   const SageMakerConfig config = read_sagemaker_config(root);
+  const std::string wanted = sagemaker_trainer(config.hyperparameters, env, program);
+  if (wanted != program) exec_trainer(wanted, env);
   std::vector<std::string> args = sagemaker_arguments(cli, program, config);
+  if (!util::is_directory(root + "/model")) util::make_dirs(root + "/model");
+  require_writable(root + "/model");
+  if (util::is_directory(root + "/checkpoints")) require_writable(root + "/checkpoints");
   std::string hosts = "[";
   for (const auto& h : config.resources.hosts) hosts += (hosts.size() > 1 ? "," : "") + util::json_quote(h);
   set_env("SM_HOSTS", hosts + "]", true);
@@ -134,7 +183,7 @@ TrainerArgs sagemaker_or_command_line(const cxxopts::Options& cli, int argc, con
   std::string line;
   for (size_t i = 1; i < args.size(); ++i) line += " " + args[i];
   DDP_LOG(INFO) << "sagemaker: " << root << ", host " << config.resources.current_host << " of " << hosts
-                << "]: " << program << line;
+                << "], uid " << ::geteuid() << ": " << program << line;
   return TrainerArgs(std::move(args));
 }
 

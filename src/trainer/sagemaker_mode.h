@@ -12,6 +12,11 @@
 //                master = hosts[0], port 7777 (WorldInfo rule 4)
 //   GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME  = network_interface_name, unless already set
 //
+// Before that: the job may ask for the other trainer (sagemaker_config.h sagemaker_trainer: the
+// `trainer` hyperparameter or SAGEMAKER_PROGRAM), which then replaces this process; <root>/model (created when
+// missing) and <root>/checkpoints (when present) must be writable by this user, else a ConfigError
+// says which folder, who owns it and what to do, before any training.
+//
 //   cxxopts::Options cli(...); ... add every flag ...
 //   ddp::trainer::TrainerArgs args = ddp::trainer::sagemaker_or_command_line(cli, argc, argv);
 //   auto parsed = ddp::util::parse_command_line(cli, args.argc(), args.argv(), rules);
@@ -50,7 +55,8 @@ bool is_sagemaker_train(int argc, const char* const* argv);
 std::vector<std::string> sagemaker_arguments(const cxxopts::Options& cli, const std::string& program,
                                              const SageMakerConfig& config);
 
-/// argv unchanged, or in SageMaker mode: reads the config under sagemaker_root(), sets SM_HOSTS,
+/// argv unchanged, or in SageMaker mode: reads the config under sagemaker_root(), hands over to the
+/// other trainer when the job asks for it, checks the folders it writes, sets SM_HOSTS,
 /// SM_CURRENT_HOST (and the interface variables) in this process's environment, logs what it read,
 /// and returns sagemaker_arguments(). Arguments after `train` are refused.
 TrainerArgs sagemaker_or_command_line(const cxxopts::Options& cli, int argc, const char* const* argv);

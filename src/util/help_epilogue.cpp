@@ -32,6 +32,8 @@ const std::vector<Entry>& trainer_entries() {
       {"SM_CHANNEL_TRAIN, SM_CHANNEL_TRAINING", "--data-dir when the flag is not given"},
       {"SM_MODEL_DIR", "--model-dir when the flag is not given"},
       {"SAGEMAKER_BASE_DIR", "`<trainer> train` (SageMaker mode): the folder playing /opt/ml"},
+      {"SAGEMAKER_PROGRAM", "`<trainer> train`: train_cifar10 or train_ranzcr runs (as the\n"
+                            "`trainer` hyperparameter; the two must agree when both are set)"},
       {"OMP_NUM_THREADS", "intra-op threads per rank when --threads is 0"},
       {"CUDA_VISIBLE_DEVICES", "the GPUs this process may use (--device auto: cuda:LOCAL_RANK)"},
       {"GLOO_SOCKET_IFNAME, DDP_SOCKET_IFNAME", "the network interface of the gloo group"},

@@ -1,12 +1,14 @@
 // Fuzz target: SageMaker's config files as the trainers read them in `train` mode
 // (src/trainer/sagemaker_config.h) and the JSON reader under them (src/util/json.h). The same bytes
 // go to each of the three file parsers (resourceconfig.json, hyperparameters.json,
-// inputdataconfig.json) and to parse_json with a small depth limit. Bad input must end in a
+// inputdataconfig.json), to the trainer choice (as hyperparameters, their `trainer`, and as
+// SAGEMAKER_PROGRAM) and to parse_json with a small depth limit. Bad input must end in a
 // ddp::ConfigError; anything else (a crash, another exception, a hang) is a bug.
 #include <ddp/errors.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "trainer/sagemaker_config.h"
@@ -19,7 +21,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const ddp::ConfigError&) {
   }
   try {
-    (void)ddp::trainer::parse_hyperparameters(text, "hyperparameters.json");
+    const auto hp = ddp::trainer::parse_hyperparameters(text, "hyperparameters.json");
+    const std::string chosen = ddp::trainer::sagemaker_trainer(hp, {}, "train_cifar10");
+    if (chosen != "train_cifar10" && chosen != "train_ranzcr") __builtin_trap();
+  } catch (const ddp::ConfigError&) {
+  }
+  try {
+    (void)ddp::trainer::sagemaker_trainer({}, {{"SAGEMAKER_PROGRAM", std::string(text)}}, "train_ranzcr");
   } catch (const ddp::ConfigError&) {
   }
   try {

@@ -108,6 +108,32 @@ def check_consistency(obj, errors, rendered):
             if ann.get("sidecar.istio.io/inject") != "false":
                 errors.append(f"spec.pytorchReplicaSpecs.{r}.template.metadata.annotations: "
                               "sidecar.istio.io/inject must be \"false\" (Istio breaks the rendezvous)")
+            errors += check_job_name_label(obj, r, rs)
+
+
+# The label JOB_NAME reads: set by our templates, copied to the pods by every training-operator version
+# (its own job-name label is pytorch-job-name before training-operator 1.3, job-name in 1.3,
+# training.kubeflow.org/job-name from 1.4 on and only that from 1.7: k8s/README.md).
+JOB_LABEL = "app.kubernetes.io/instance"
+
+
+def check_job_name_label(obj, r, rs):
+    """A PyTorchJob's JOB_NAME comes from the pod label JOB_LABEL, which its template sets to the job's
+    name (a renamed job with a stale label would share another job's folders)."""
+    errors, where = [], f"spec.pytorchReplicaSpecs.{r}.template"
+    label = (((rs["template"].get("metadata") or {}).get("labels")) or {}).get(JOB_LABEL)
+    for c in rs["template"]["spec"].get("containers", []) or []:
+        for e in c.get("env", []) or []:
+            if e.get("name") != "JOB_NAME":
+                continue
+            path = (((e.get("valueFrom") or {}).get("fieldRef")) or {}).get("fieldPath")
+            if path != f"metadata.labels['{JOB_LABEL}']":
+                errors.append(f"{where} container {c.get('name')}: JOB_NAME reads {path!r}, not the label {JOB_LABEL} "
+                              "(the operator's own job-name labels differ between its versions)")
+            elif label != obj["metadata"].get("name"):
+                errors.append(f"{where}.metadata.labels.{JOB_LABEL} is {label!r} but the job is "
+                              f"{obj['metadata'].get('name')!r}: JOB_NAME would name another job's folders")
+    return errors
 
 
 # The metric names each trainer's metric line and --katib-metrics-file carry (docs/KUBEFLOW.md,
@@ -330,9 +356,10 @@ def check_store_token(objs):
 
 
 def check_rwo_placement(objs):
-    """A ReadWriteOnce claim mounts on one node only: a PyTorchJob that mounts one must keep its
-    Workers on its Master's node (required podAffinity on kubernetes.io/hostname selecting this
-    job's master pod by the operator's labels), or its Workers could not mount the volume."""
+    """A ReadWriteOnce claim mounts on one node only: a PyTorchJob that mounts one must keep all its
+    pods on one node: every replica type has a required podAffinity on kubernetes.io/hostname selecting
+    this job's pods by the label its templates set (JOB_LABEL = the job's name), which every operator
+    version keeps, unlike its own labels."""
     rwo = {o["metadata"]["name"] for o in objs if o.get("kind") == "PersistentVolumeClaim"
            and "ReadWriteOnce" in ((o.get("spec") or {}).get("accessModes") or [])}
     errors = []
@@ -343,15 +370,16 @@ def check_rwo_placement(objs):
         for r, rs in (obj["spec"].get("pytorchReplicaSpecs") or {}).items():
             pod = rs["template"]["spec"]
             claims = {(v.get("persistentVolumeClaim") or {}).get("claimName") for v in pod.get("volumes") or []}
-            if r == "Master" or not claims & rwo:
+            if not claims & rwo:
                 continue
             terms = (((pod.get("affinity") or {}).get("podAffinity") or {})
                      .get("requiredDuringSchedulingIgnoredDuringExecution") or [])
-            want = {"training.kubeflow.org/job-name": name, "training.kubeflow.org/replica-type": "master"}
+            want = {JOB_LABEL: name}
             if not any(t.get("topologyKey") == "kubernetes.io/hostname"
                        and ((t.get("labelSelector") or {}).get("matchLabels") or {}) == want for t in terms):
                 errors.append(f"{describe(obj)} {r}: mounts ReadWriteOnce claim {sorted(claims & rwo)} but has no required "
-                              f"podAffinity to its Master's node (topologyKey kubernetes.io/hostname, matchLabels {want})")
+                              f"podAffinity keeping the job's pods on one node (topologyKey kubernetes.io/hostname, "
+                              f"matchLabels {want})")
     return errors
 
 
@@ -466,6 +494,11 @@ MUTATIONS = [
     ("k8s/base/pytorchjob-cifar10.yaml", "container not named pytorch", _set(MCTR + ["name"], "trainer"),
      "must have a container named pytorch"),
     ("k8s/base/pytorchjob-cifar10.yaml", "two masters", _set(MASTER + ["replicas"], 2), "Master.replicas: must be 1"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "a renamed job with its old label",
+     _set(["metadata", "name"], "cifar10-b"), "JOB_NAME would name another job's folders"),
+    ("k8s/base/pytorchjob-cifar10.yaml", "JOB_NAME from the operator's label",
+     _set(MCTR + ["env", 0, "valueFrom", "fieldRef", "fieldPath"], "metadata.labels['training.kubeflow.org/job-name']"),
+     "not the label app.kubernetes.io/instance"),
     ("k8s/base/pytorchjob-cifar10.yaml", "lowercase replica type", _rename(["spec", "pytorchReplicaSpecs", "Worker"], "worker"),
      "replica type 'worker' is not Master or Worker"),
     ("k8s/base/pytorchjob-cifar10.yaml", "mount of a missing volume", _set(MCTR + ["volumeMounts", 0, "name"], "sharde"),

@@ -15,8 +15,11 @@
      sub-DAG) of the same parameterType; a constant's type fits the input's parameterType, and a
      placeholder inside a constant names another input of the same task
    - defaults fit their parameterType (NUMBER_INTEGER: a whole number, STRUCT: a map, ...)
+   - a taskOutputParameter names a task of the same DAG that the consumer lists in dependentTasks,
+     and an output parameter of its component of the consumer's input type
    - in an executor's command and args, {{$.inputs.parameters['x']}} names a parameter input of its
-     component, {{$.outputs.artifacts['y'].path}} an artifact output, {"IfPresent": ...} an optional
+     component, {{$.outputs.artifacts['y'].path}} an artifact output,
+     {{$.outputs.parameters['z'].output_file}} an output parameter, {"IfPresent": ...} an optional
      input (its Then/Else checked the same way); no other {{$...}} placeholder is accepted
    - triggerPolicy.condition parses (kfp_cel: a single == or != over
      inputs.parameter_values['...'] and literals) and reads only inputs that the task passes to its
@@ -40,6 +43,7 @@ TYPE_CHECK = {
 PLACEHOLDER = re.compile(r"\{\{\$[^}]*\}\}")
 IN_PARAM = re.compile(r"^\{\{\$\.inputs\.parameters\['([^']+)'\]\}\}$")
 OUT_ARTIFACT_PATH = re.compile(r"^\{\{\$\.outputs\.artifacts\['([^']+)'\]\.path\}\}$")
+OUT_PARAMETER_FILE = re.compile(r"^\{\{\$\.outputs\.parameters\['([^']+)'\]\.output_file\}\}$")
 
 
 def load_documents(text):
@@ -139,6 +143,20 @@ def check_dag(where, dag, enclosing_inputs, components, errors, used_components)
                 elif params_of_parent[src].get("parameterType") != ptype:
                     errors.append(f"{tw}: input {iname} is {ptype} but {where}'s {src} is "
                                   f"{params_of_parent[src].get('parameterType')}")
+            elif "taskOutputParameter" in spec:
+                ref = spec["taskOutputParameter"] or {}
+                producer, key = ref.get("producerTask"), ref.get("outputParameterKey")
+                pcomp = components.get(((tasks.get(producer) or {}).get("componentRef") or {}).get("name"), {})
+                outs = ((pcomp.get("outputDefinitions") or {}).get("parameters")) or {}
+                if producer not in tasks:
+                    errors.append(f"{tw}: input {iname}: producerTask {producer!r} is not a task of {where}")
+                elif producer not in (task.get("dependentTasks") or []):
+                    errors.append(f"{tw}: input {iname} reads {producer!r}, which dependentTasks does not list")
+                elif key not in outs:
+                    errors.append(f"{tw}: input {iname}: {producer} has no output parameter {key!r}")
+                elif outs[key].get("parameterType") != ptype:
+                    errors.append(f"{tw}: input {iname} is {ptype} but {producer}'s {key} is "
+                                  f"{outs[key].get('parameterType')}")
             elif "runtimeValue" in spec:
                 value = (spec["runtimeValue"] or {}).get("constant")
                 if not _fits(ptype, value):
@@ -174,6 +192,7 @@ def check_dag(where, dag, enclosing_inputs, components, errors, used_components)
 def check_executor_args(where, container, comp, errors):
     params = ((comp.get("inputDefinitions") or {}).get("parameters")) or {}
     outs = ((comp.get("outputDefinitions") or {}).get("artifacts")) or {}
+    out_params = ((comp.get("outputDefinitions") or {}).get("parameters")) or {}
 
     def one(arg, aw):
         if not isinstance(arg, str):
@@ -205,6 +224,11 @@ def check_executor_args(where, container, comp, errors):
             if m:
                 if m.group(1) not in outs:
                     errors.append(f"{aw}: placeholder {ph} names no output artifact of the component")
+                continue
+            m = OUT_PARAMETER_FILE.match(ph)
+            if m:
+                if m.group(1) not in out_params:
+                    errors.append(f"{aw}: placeholder {ph} names no output parameter of the component")
                 continue
             errors.append(f"{aw}: placeholder {ph} is not one this check knows")
     for field in ("command", "args"):

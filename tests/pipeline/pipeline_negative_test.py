@@ -23,6 +23,7 @@ import validate_pipeline  # noqa: E402
 
 K8S_TASK = ["components", "comp-condition-1", "dag", "tasks", "pytorch-operator-training-job"]
 SM_TASK = ["components", "comp-condition-2", "dag", "tasks", "sagemaker-training-job"]
+SM_COMPOSE = "compose-sagemaker-inputs"
 ROOT_TASK = ["root", "dag", "tasks", "condition-1"]
 
 
@@ -42,6 +43,12 @@ def renamer(path, old, new):
     def edit(doc):
         d = at(doc, path)
         d[new] = d.pop(old)
+    return edit
+
+
+def arg_append(executor, new):
+    def edit(doc):
+        doc["deploymentSpec"]["executors"][executor]["container"]["args"].append(new)
     return edit
 
 
@@ -89,13 +96,23 @@ CASES = [
     ("an unknown placeholder kind", arg_edit("exec-sagemaker-training-job", "{{$.inputs.parameters['region']}}",
                                              "{{$.inputs.parameter['region']}}"), "is not one this check knows"),
     ("an IfPresent on an input that does not exist",
-     arg_edit("exec-pytorch-operator-training-job",
-              '{"IfPresent": {"InputName": "backoff_limit", "Then": ["--backoffLimit", '
-              '"{{$.inputs.parameters[\'backoff_limit\']}}"]}}',
-              '{"IfPresent": {"InputName": "backof_limit", "Then": ["--backoffLimit", '
-              '"{{$.inputs.parameters[\'backoff_limit\']}}"]}}'), "IfPresent names 'backof_limit'"),
+     arg_append("exec-pytorch-operator-training-job",
+                '{"IfPresent": {"InputName": "backof_limit", "Then": ["--backoffLimit", '
+                '"{{$.inputs.parameters[\'namespace\']}}"]}}'), "IfPresent names 'backof_limit'"),
     ("a placeholder in a constant naming no task input",
-     lambda doc: at(doc, SM_TASK + ["inputs", "parameters"]).pop("pipelinechannel--bucket"), "names no input of this task"),
+     setter(SM_TASK + ["inputs", "parameters", "algorithm_name"], "runtimeValue",
+            {"constant": "{{$.inputs.parameters['pipelinechannel--bucket']}}"}), "names no input of this task"),
+    ("a task output read without dependentTasks naming its producer",
+     lambda doc: at(doc, SM_TASK).pop("dependentTasks"), "which dependentTasks does not list"),
+    ("a task output its producer does not have",
+     setter(SM_TASK + ["inputs", "parameters", "channels", "taskOutputParameter"], "outputParameterKey", "channel"),
+     f"{SM_COMPOSE} has no output parameter 'channel'"),
+    ("a task output of another type (STRUCT hyperparameters into LIST channels)",
+     setter(SM_TASK + ["inputs", "parameters", "channels", "taskOutputParameter"], "outputParameterKey",
+            "hyperparameters"), "is LIST but"),
+    ("an output-file placeholder naming no output parameter",
+     arg_edit("exec-compose-sagemaker-inputs", "{{$.outputs.parameters['channels'].output_file}}",
+              "{{$.outputs.parameters['channel'].output_file}}"), "names no output parameter"),
     ("a condition reading an undeclared parameter",
      setter(ROOT_TASK + ["triggerPolicy"], "condition",
             "inputs.parameter_values['pipelinechannel--training_runtim'] == 'kubernetes'"), "training_runtim"),

@@ -5,7 +5,14 @@ them, mapped onto this machine (see PodFactory).
 
 What the v1 operator does and this plays (pkg/controller.v1/pytorch/envvar.go, master.go, common/pod.go):
   - pods <job>-master-0 and <job>-worker-<i>, hostname = pod name, one headless Service (DNS record)
-    per pod; labels training.kubeflow.org/{job-name,operator-name,replica-type,replica-index,job-role}
+    per pod; the template's labels plus the operator's own, which changed over its versions
+    (OPERATOR_LABELS, play_pytorchjob's `operator`): training.kubeflow.org/{job-name,operator-name,
+    replica-type,replica-index,job-role} from training-operator 1.7 on (pkg/apis/kubeflow.org/v1/
+    common_types.go, v1.7.0-v1.9.0); those and the deprecated job-name, group-name, replica-type,
+    replica-index, job-role in 1.4-1.6 (kubeflow/common v0.4.x JobController.GenLabels); only the
+    latter in 1.3 (kubeflow/common v0.3.7 constants.go); group-name, pytorch-job-name,
+    pytorch-replica-type, pytorch-replica-index, pytorch-job-role in kubeflow/pytorch-operator v1.0
+    (controller.v1/pytorch/controller.go, pod.go: what an old MiniKF runs)
   - env appended to every container, in this order: PYTHONUNBUFFERED=1, MASTER_PORT, PET_MASTER_PORT
     (the `pytorchjob-port` container port, default 23456), MASTER_ADDR, PET_MASTER_ADDR
     (<job>-master-0), WORLD_SIZE (pods x nprocPerNode, `auto` counting 1), RANK (pod index, workers
@@ -283,11 +290,52 @@ def v1_env(job, rtype, index):
     return env
 
 
-def play_pytorchjob(job, factory, timeout, dns_delay=0.0, master_start_delay=0.0, on_tick=None):
+def _labels_v1_7(name, rtype, index):
+    labels = {"training.kubeflow.org/job-name": name, "training.kubeflow.org/operator-name": "pytorchjob-controller",
+              "training.kubeflow.org/replica-type": rtype.lower(), "training.kubeflow.org/replica-index": str(index)}
+    if rtype == "Master":
+        labels["training.kubeflow.org/job-role"] = "master"
+    return labels
+
+
+def _labels_v1_3(name, rtype, index):
+    labels = {"group-name": "kubeflow.org", "job-name": name, "replica-type": rtype.lower(), "replica-index": str(index)}
+    if rtype == "Master":
+        labels["job-role"] = "master"
+    return labels
+
+
+def _labels_pytorch_operator(name, rtype, index):
+    labels = {"group-name": "kubeflow.org", "pytorch-job-name": name, "pytorch-replica-type": rtype.lower(),
+              "pytorch-replica-index": str(index)}
+    if rtype == "Master":
+        labels["pytorch-job-role"] = "master"
+    return labels
+
+
+# The labels each operator version adds to a pod (module docstring): name -> fn(job, type, index).
+OPERATOR_LABELS = {
+    "training-operator v1.9": _labels_v1_7,
+    "training-operator v1.5": lambda *a: dict(_labels_v1_3(*a), **_labels_v1_7(*a)),
+    "training-operator v1.3": _labels_v1_3,
+    "pytorch-operator v1.0": _labels_pytorch_operator,
+}
+
+
+def pod_labels(job, rtype, index, operator="training-operator v1.9"):
+    """The labels of a PyTorchJob's pod: its template's, then the operator's own."""
+    labels = dict(((job["spec"]["pytorchReplicaSpecs"][rtype]["template"].get("metadata") or {}).get("labels")) or {})
+    labels.update(OPERATOR_LABELS[operator](job["metadata"]["name"], rtype, index))
+    return labels
+
+
+def play_pytorchjob(job, factory, timeout, dns_delay=0.0, master_start_delay=0.0, on_tick=None,
+                    operator="training-operator v1.9"):
     """Runs the job to an end. dns_delay: the master's record appears that many seconds after the
     workers start; the master pod starts master_start_delay seconds after its record (DNS ahead of
     the listening socket). on_tick(result, runs) may act on the pods (kill one) each tick; when it
-    returns a reason, the job ends as Timeout with that reason (a watchdog's verdict)."""
+    returns a reason, the job ends as Timeout with that reason (a watchdog's verdict). operator: whose
+    labels the pods get (OPERATOR_LABELS)."""
     name = job["metadata"]["name"]
     res = JobResult("PyTorchJob", name)
     spec = job["spec"]
@@ -302,11 +350,7 @@ def play_pytorchjob(job, factory, timeout, dns_delay=0.0, master_start_delay=0.0
             tmpl = copy.deepcopy(rs["template"])
             meta = copy.deepcopy(tmpl.get("metadata") or {})
             meta["name"] = pod_name
-            labels = meta.setdefault("labels", {})
-            labels.update({"training.kubeflow.org/job-name": name, "training.kubeflow.org/operator-name": "pytorchjob-controller",
-                           "training.kubeflow.org/replica-type": rtype.lower(), "training.kubeflow.org/replica-index": str(i)})
-            if rtype == "Master":
-                labels["training.kubeflow.org/job-role"] = "master"
+            meta["labels"] = pod_labels(job, rtype, i, operator)
             run = PodRun(factory, pod_name, pod_name, tmpl, meta, v1_env(job, rtype, i), "pytorch")
             run.rtype, run.policy = rtype, rs.get("restartPolicy", "OnFailure")
             t0 = time.time()

@@ -25,25 +25,34 @@ the environment the controller injects (operators.py). Scenarios:
                --device cpu --backend gloo --amp none --image-size 64 --arch resnet18 --epochs 1
                --batch-size 8. Must complete with a model and a checkpoint.
   ranzcr-minikf  overlays/ranzcr-minikf (Master 1 + Worker 1, the article's MiniKF job) on its
-               ReadWriteOnce volume, every pod on this one machine as on a single-node MiniKF. First its
+               ReadWriteOnce volume, every pod on this one machine as on a single-node MiniKF; its
+               podAffinity must select every pod whatever operator labels them (OPERATOR_LABELS), and
+               the job is played with the labels of pytorch-operator v1.0 (an old MiniKF's: no
+               training.kubeflow.org/*), its model landing under models/ranzcr-minikf. First its
                data-prep Job alone on the empty volume: it must fail (exit 2, no retry cures it) naming
                the path it looked at and how to ask for synthetic data; then the request by name
                (k8s/data/synthetic/ranzcr), then the job played on CPU as ranzcr-cpu (--image-size 64
                --arch resnet18 --epochs 1 --batch-size 8). Must complete with a model and a checkpoint.
   sagemaker    SageMaker's CreateTrainingJob played by sagemaker.py: the workshop's hyperparameters
                (json-encoded strings, model-type custom, the SDK's sagemaker_* keys) on 2 instances
-               (algo-1, algo-2, each a pod with its own /opt/ml, started as `<ENTRYPOINT> train`), the
-               training channel from a local "S3" folder. Must complete, pack model.tar.gz, and hold a
-               model.pt byte-identical to the same training (same flags, data, 2 processes) under
-               ddprun. Then the same job with model-type resnet must fail (exit 2) with FailureReason
-               naming it and no model.
+               (algo-1, algo-2, each a pod with its own root-owned /opt/ml, started as
+               `<ENTRYPOINT> train` as the image's uid 1000), the training channel from a local "S3"
+               folder, the pipeline's metric definitions. Must complete, pack model.tar.gz, read the
+               metrics from the log, and hold a model.pt byte-identical to the same job run as root
+               and to the same training (same flags, data, 2 processes) under ddprun. With /opt/ml's
+               folders writable by root only, uid 1000 must fail at once (exit 2) naming the folder.
+               Then RANZCR through the same entrypoint (trainer=ranzcr, a FastFile channel) must
+               complete with its AUC metric; and model-type resnet must fail (exit 2) with
+               FailureReason naming it and no model.
   pipeline     (not in the default list) the hybrid Kubeflow pipeline, pipelines/hybrid-training.yaml,
-               run by pipeline_runner.py for each training_runtime (epochs 1): "kubernetes" -> only
-               the PyTorchJob launcher runs, and the PyTorchJob it creates (validated against the
-               CRD) is played after the data-prep Job to Succeeded with a model; "sagemaker" -> only
-               the SageMaker component runs, and its CreateTrainingJob request (2 x ml.p3.2xlarge,
-               string hyperparameters) is played by sagemaker.py on a synthetic CIFAR-10 in the
-               local S3 to Completed with model.tar.gz; "local" -> neither branch runs.
+               run by pipeline_runner.py for each training_runtime (epochs 1) with the rules of every
+               released KFP backend (kfp_backend.py: 2.0.5, 2.5.0, 2.16.0, 2.17.0; --kfp-version V
+               for one), which must all give the same command lines: "kubernetes" -> the compose step
+               runs, then the PyTorchJob launcher, and the PyTorchJob it creates (validated against
+               the CRD) is played after the data-prep Job to Succeeded with a model; "sagemaker" ->
+               the compose step, then the SageMaker component, whose CreateTrainingJob request (2 x
+               ml.p3.2xlarge, string hyperparameters) is played by sagemaker.py on a synthetic
+               CIFAR-10 in the local S3 to Completed with model.tar.gz; "local" -> neither branch.
   chaos        (not in the default list) seeded rounds of faults — a worker process, a whole ddprun,
                the master pod (the store's host) SIGKILLed, a pod's network cut for longer than the
                configured timeout — in the PyTorchJob and ddprun variants; every round must end with
@@ -90,8 +99,12 @@ import k8s_schema  # noqa: E402
 import kustomize_lite  # noqa: E402
 import netpods  # noqa: E402
 import operators  # noqa: E402
+import kfp_backend  # noqa: E402
+import kfp_components  # noqa: E402
 import pipeline_runner  # noqa: E402
 import sagemaker  # noqa: E402
+sys.path.insert(0, os.path.join(REPO, "pipelines"))
+import hybrid_training  # noqa: E402  (the metric definitions)
 
 BINARIES = {"train_cifar10": "apps/train_cifar10/train_cifar10", "train_ranzcr": "apps/train_ranzcr/train_ranzcr",
             "ddprun": "apps/ddprun/ddprun",
@@ -326,7 +339,7 @@ def ask_for_synthetic(sc, prep_jobs, timeout=300):
 
 
 def pytorchjob_run(sc, overlay, overrides, mutate=None, dns_delay=0.0, master_start_delay=0.0, on_tick=None,
-                   timeout=300, data_first=False):
+                   timeout=300, data_first=False, operator="training-operator v1.9"):
     """Plays `kubectl apply -k overlay`: the data-prep Job beside the PyTorchJob (the workers' init
     containers wait for the data), or with data_first the Job to completion before the PyTorchJob
     (a volume prepared earlier: the trainers start at once). Synthetic data is asked for by name
@@ -345,7 +358,7 @@ def pytorchjob_run(sc, overlay, overrides, mutate=None, dns_delay=0.0, master_st
     else:
         threads = [run_job_thread(sc, j, timeout) for j in prep]   # applied together, as kubectl apply -k does
     res = operators.play_pytorchjob(job, sc.factory, timeout, dns_delay=dns_delay,
-                                    master_start_delay=master_start_delay, on_tick=on_tick)
+                                    master_start_delay=master_start_delay, on_tick=on_tick, operator=operator)
     for t, box in threads:
         t.join(timeout)
         if "error" in box:
@@ -526,18 +539,32 @@ def scenario_ranzcr_minikf(sc, state):
                "its log names the path it looked at and how to ask for synthetic data")
         expect(not os.path.exists(looked), "nothing was written to the volume")
 
+    # The pods' placement on one node (RWO) and JOB_NAME must not depend on the operator's own labels:
+    # every version's pods must match every podAffinity term of the job.
+    for op in operators.OPERATOR_LABELS:
+        pods = {f"{r}-{i}": operators.pod_labels(pj, r, i, op) for r, rs in specs.items() for i in range(rs["replicas"])}
+        terms = [(r, t["labelSelector"]["matchLabels"]) for r, rs in specs.items() for t in
+                 rs["template"]["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]]
+        missed = [(r, p) for r, sel in terms for p, labels in pods.items() if any(labels.get(k) != v for k, v in sel.items())]
+        expect(terms and not missed, f"{op}: every pod matches every replica's podAffinity selector {terms[0][1]} "
+                                     f"(all on one node){'' if not missed else f'; missed {missed}'}")
+
     def on_cpu(job):
         for rs in job["spec"]["pytorchReplicaSpecs"].values():
             c = rs["template"]["spec"]["containers"][0]
             for flag, value in RANZCR_ON_CPU:
                 c["args"] = set_flag(c["args"], flag, value)
-    job, res = pytorchjob_run(sc, overlay, [], mutate=on_cpu, timeout=600)
+    # Played with the labels of kubeflow/pytorch-operator v1.0, what an old MiniKF runs: none of
+    # training.kubeflow.org/*; JOB_NAME (the model's folder) must still be the job's name.
+    job, res = pytorchjob_run(sc, overlay, [], mutate=on_cpu, timeout=600, operator="pytorch-operator v1.0")
     name = job["metadata"]["name"]
     if res.condition != "Succeeded":
         print(sc.tail(name))
-    expect(res.condition == "Succeeded", f"PyTorchJob {name} (Master 1 + Worker 1) succeeded on CPU ({res.reason})")
+    expect(res.condition == "Succeeded", f"PyTorchJob {name} (Master 1 + Worker 1) succeeded on CPU under "
+                                         f"pytorch-operator v1.0's pod labels ({res.reason})")
     expect(res.total_recreations == 0, "no pod was recreated")
-    expect(bool(model_digest(os.path.join(sc.pvc, "models", name))), "the model was written")
+    expect(bool(model_digest(os.path.join(sc.pvc, "models", name))), f"the model was written under models/{name} "
+                                                                       "(JOB_NAME from the job's own label)")
     expect(bool(checkpoint_steps(os.path.join(sc.pvc, "checkpoints", name))), "an epoch-end checkpoint was written")
 
 
@@ -559,18 +586,35 @@ SAGEMAKER_HYPERPARAMETERS = {"backend": '"gloo"', "batch-size": "64", "epochs": 
                              "sagemaker_region": '"us-west-2"', "sagemaker_container_log_level": "20"}
 
 
-def sagemaker_request(name, hyperparameters):
+def sagemaker_request(name, hyperparameters, channel="training", s3_uri="s3://ddp-bucket/data/cifar10", count=2,
+                      input_mode="File"):
     return {"TrainingJobName": name,
             "AlgorithmSpecification": {"TrainingImage": "000000000000.dkr.ecr.us-west-2.amazonaws.com/ddp:cpu",
-                                       "TrainingInputMode": "File"},
+                                       "TrainingInputMode": "File",
+                                       "MetricDefinitions": [{"Name": k, "Regex": v} for k, v in
+                                                             hybrid_training.METRIC_DEFINITIONS.items()]},
             "RoleArn": "arn:aws:iam::000000000000:role/SageMakerRole",
             "HyperParameters": dict(hyperparameters),
-            "InputDataConfig": [{"ChannelName": "training", "DataSource": {"S3DataSource": {
-                "S3DataType": "S3Prefix", "S3Uri": "s3://ddp-bucket/data/cifar10",
-                "S3DataDistributionType": "FullyReplicated"}}}],
+            "InputDataConfig": [{"ChannelName": channel, "InputMode": input_mode, "DataSource": {"S3DataSource": {
+                "S3DataType": "S3Prefix", "S3Uri": s3_uri, "S3DataDistributionType": "FullyReplicated"}}}],
             "OutputDataConfig": {"S3OutputPath": "s3://ddp-bucket/jobs"},
-            "ResourceConfig": {"InstanceCount": 2, "InstanceType": "ml.p3.2xlarge", "VolumeSizeInGB": 50},
+            "ResourceConfig": {"InstanceCount": count, "InstanceType": "ml.p3.2xlarge", "VolumeSizeInGB": 50},
             "StoppingCondition": {"MaxRuntimeInSeconds": 600}}
+
+
+def sagemaker_job(sc, request, timeout=300, **how):
+    res = sagemaker.run_training_job(request, sc.args.bin_dir, sc.work, sc.cluster, timeout,
+                                     image_env=sc.args.image_env, **how)
+    if res["TrainingJobStatus"] != "Completed":
+        for h, log in res["Local"]["logs"].items():
+            print(f"--- {h}\n" + "\n".join(open(log, errors="replace").read().splitlines()[-15:]))
+    logs = {h: open(p, errors="replace").read() for h, p in res["Local"]["logs"].items()}
+    return res, logs
+
+
+# RANZCR through the same entrypoint, small enough for seconds on CPU (trainer=ranzcr picks the program).
+SAGEMAKER_RANZCR = {"trainer": '"ranzcr"', "epochs": "1", "batch-size": "8", "image-size": "32",
+                    "arch": '"resnet18"', "device": '"cpu"', "backend": '"gloo"', "max-steps": "2", "threads": "1"}
 
 
 def scenario_sagemaker(sc, state):
@@ -579,19 +623,31 @@ def scenario_sagemaker(sc, state):
     subprocess.run([os.path.join(sc.args.bin_dir, "make_cifar10_synthetic"), "--out", data, "--train", "1000",
                     "--test", "200", "--seed", "5", "--layout", "bin"], check=True, capture_output=True,
                    env=sc.args.image_env)
-    res = sagemaker.run_training_job(sagemaker_request("cifar10-ddp-sm", SAGEMAKER_HYPERPARAMETERS),
-                                     sc.args.bin_dir, sc.work, sc.cluster, 300, image_env=sc.args.image_env)
-    if res["TrainingJobStatus"] != "Completed":
-        for h, log in res["Local"]["logs"].items():
-            print(f"--- {h}\n" + "\n".join(open(log, errors="replace").read().splitlines()[-15:]))
-    expect(res["TrainingJobStatus"] == "Completed", f"TrainingJob cifar10-ddp-sm completed ({res['FailureReason']})")
+    # As SageMaker starts the image: its USER (uid 1000), /opt/ml made by root, its write folders writable.
+    res, logs = sagemaker_job(sc, sagemaker_request("cifar10-ddp-sm", SAGEMAKER_HYPERPARAMETERS))
+    expect(res["TrainingJobStatus"] == "Completed", f"TrainingJob cifar10-ddp-sm completed as uid 1000 with a "
+                                                   f"root-owned /opt/ml ({res['FailureReason']})")
     expect(res["ModelArtifacts"]["S3ModelArtifacts"] == "s3://ddp-bucket/jobs/cifar10-ddp-sm/output/model.tar.gz",
            "the model artifact is s3://ddp-bucket/jobs/cifar10-ddp-sm/output/model.tar.gz")
     sm_model = os.path.join(sc.work, "sagemaker-model")
     expect(sagemaker.extract_model(res, sm_model) == ["model.pt"], "model.tar.gz holds model.pt (from algo-1 only)")
-    logs = {h: open(p, errors="replace").read() for h, p in res["Local"]["logs"].items()}
     expect("rank 0/2" in logs["algo-1"] and "rank 1/2" in logs["algo-2"], "algo-1 is rank 0 and algo-2 rank 1 of 2")
+    expect("uid 1000:" in logs["algo-1"], "the trainer ran as uid 1000")
     expect("sagemaker_program ignored" in logs["algo-1"], "the SDK's sagemaker_* hyperparameters are ignored")
+    metrics = res["Local"]["metrics"]["algo-1"]
+    print(f"  note: metrics read from algo-1's log: { {k: v[-3:] for k, v in metrics.items()} }")
+    expect(len(metrics["validation:accuracy"]) == 1 and 0.0 <= metrics["validation:accuracy"][0] <= 1.0
+           and len(metrics["validation:loss"]) == 1 and metrics["train:loss"] and metrics["train:images_per_sec"]
+           and not metrics["validation:auc"],
+           "the metric definitions read one validation accuracy in [0, 1] and loss per epoch, the training loss "
+           "and throughput, and no AUC from train_cifar10")
+    # The same job as root (an image built FROM ours with USER root): the same model, byte for byte.
+    res_root, logs_root = sagemaker_job(sc, sagemaker_request("cifar10-ddp-sm-root", SAGEMAKER_HYPERPARAMETERS),
+                                        user="root")
+    expect(res_root["TrainingJobStatus"] == "Completed" and "uid 0:" in logs_root["algo-1"],
+           f"the same job completed as root ({res_root['FailureReason']})")
+    root_model = os.path.join(sc.work, "sagemaker-model-root")
+    sagemaker.extract_model(res_root, root_model)
     # The same training under ddprun: 2 processes on one node, the same flags and data.
     ref = os.path.join(sc.work, "ddprun-model")
     hp = {k: v.strip('"') for k, v in SAGEMAKER_HYPERPARAMETERS.items() if not k.startswith("sagemaker_")}
@@ -601,13 +657,38 @@ def scenario_sagemaker(sc, state):
         r = subprocess.run(argv, env=dict(sc.args.image_env, PATH=sc.args.bin_dir + ":/usr/bin:/bin"), stdout=log,
                            stderr=subprocess.STDOUT, timeout=300)
     expect(r.returncode == 0, f"the ddprun reference run succeeded (exit {r.returncode})")
-    a, b = model_digest(sm_model), model_digest(ref)
-    expect(a == b and "model.pt" in a, f"model.pt is byte-identical to the ddprun run's (sha256 {a.get('model.pt', '-')[:16]} "
-                                       f"vs {b.get('model.pt', '-')[:16]})")
+    a, b, c = model_digest(sm_model), model_digest(ref), model_digest(root_model)
+    expect(a == b == c and "model.pt" in a, f"model.pt is byte-identical as uid 1000, as root and under ddprun "
+                                            f"(sha256 {a.get('model.pt', '-')[:16]}, {c.get('model.pt', '-')[:16]}, "
+                                            f"{b.get('model.pt', '-')[:16]})")
+    # Folders only root may write (what non-root users report): uid 1000 fails at once, permanently, saying why.
+    res, logs = sagemaker_job(sc, sagemaker_request("cifar10-ddp-sm-rootonly", SAGEMAKER_HYPERPARAMETERS), 120,
+                              opt_ml="root-only")
+    codes = res["Local"]["exit_codes"]
+    expect(res["TrainingJobStatus"] == "Failed" and 2 in codes.values() and set(codes.values()) <= {2, 143},
+           f"with root-only /opt/ml folders the job as uid 1000 failed with exit 2 (the other instance: stopped, "
+           f"143): {codes}")
+    said = [h for h, text in logs.items() if "/opt/ml/model is not writable by uid 1000 (owner uid 0, mode 755)" in text
+            and "run the image as root" in text]
+    expect(bool(said), f"the failing instance's log names the folder, the owner and what to do ({said})")
+    # RANZCR through the same image: trainer=ranzcr, its `train` channel in FastFile mode (read-only).
+    rdata = sagemaker.s3_local(sc.work, "s3://ddp-bucket/data/ranzcr")
+    subprocess.run([os.path.join(sc.args.bin_dir, "make_ranzcr_synthetic"), "--out", rdata, "-n", "40", "--size", "64"],
+                   check=True, capture_output=True, env=sc.args.image_env)
+    res, logs = sagemaker_job(sc, sagemaker_request("ranzcr-ddp-sm", SAGEMAKER_RANZCR, channel="train", count=1,
+                                                    s3_uri="s3://ddp-bucket/data/ranzcr", input_mode="FastFile"))
+    expect(res["TrainingJobStatus"] == "Completed", f"the RANZCR job (trainer=ranzcr, FastFile) completed "
+                                                   f"({res['FailureReason']})")
+    expect("the job asks for train_ranzcr: running " in logs["algo-1"] and "train_ranzcr: rank 0/1" in logs["algo-1"],
+           "the image's ENTRYPOINT handed over to train_ranzcr")
+    expect(sagemaker.extract_model(res, os.path.join(sc.work, "ranzcr-model")) == ["model.pt"],
+           "its model.tar.gz holds model.pt")
+    auc = res["Local"]["metrics"]["algo-1"]["validation:auc"]
+    expect(len(auc) == 1 and 0.0 <= auc[0] <= 1.0 and not res["Local"]["metrics"]["algo-1"]["validation:accuracy"],
+           f"the metric definitions read train_ranzcr's validation AUC ({auc}) and no accuracy")
     # A bad hyperparameter: the job fails with the trainer's reason, permanently, with no model.
     bad = dict(SAGEMAKER_HYPERPARAMETERS, **{"model-type": '"resnet"'})
-    res = sagemaker.run_training_job(sagemaker_request("cifar10-ddp-sm-bad", bad), sc.args.bin_dir, sc.work,
-                                     sc.cluster, 120, image_env=sc.args.image_env)
+    res, _ = sagemaker_job(sc, sagemaker_request("cifar10-ddp-sm-bad", bad), 120)
     expect(res["TrainingJobStatus"] == "Failed", "the job with model-type resnet failed")
     expect("--model-type='resnet'" in (res["FailureReason"] or ""), f"FailureReason names it: {res['FailureReason']}")
     expect(2 in res["Local"]["exit_codes"].values(), f"exit code 2 (permanent): {res['Local']['exit_codes']}")
@@ -623,24 +704,34 @@ PIPELINE_RUN = {"epochs": 1, "job_name": "ddp-pipeline", "bucket": "ddp-rehearsa
 
 
 def pipeline_plan(sc, runtime):
+    """The runs of one training_runtime, planned on every KFP version asked for (--kfp-version, else
+    all of kfp_backend.VERSIONS): each version must give the same command lines; those are played."""
     spec = pipeline_runner.load(os.path.join(sc.args.repo, "pipelines", "hybrid-training.yaml"))
-    values = pipeline_runner.root_inputs(spec, dict(PIPELINE_RUN, training_runtime=runtime))
-    log = []
-    runs = pipeline_runner.plan(spec, values, out_dir=os.path.join(sc.work, "outputs"), log=log)
-    for line in log:
-        print(f"  {line}")
-    return values, runs
+    found = {}
+    for version in sc.args.kfp_versions:
+        backend = kfp_backend.Backend(version)
+        values = backend.root_inputs(spec, dict(PIPELINE_RUN, training_runtime=runtime))
+        log = []
+        runs = pipeline_runner.plan(spec, values, backend, os.path.join(sc.work, "outputs"), log=log)
+        for line in log:
+            print(f"  KFP {version}: {line}")
+        found[version] = (values, runs)
+    argvs = {v: [r.argv for r in runs] for v, (_, runs) in found.items()}
+    first = sc.args.kfp_versions[0]
+    expect(all(a == argvs[first] for a in argvs.values()),
+           f"training_runtime={runtime}: the same command lines on KFP {', '.join(sc.args.kfp_versions)}")
+    return found[first]
 
 
 def scenario_pipeline(sc, state):
-    """The hybrid pipeline's two branches, as pipeline_runner.py resolves them, played to a model."""
+    """The hybrid pipeline's two branches, as the released KFP backends run them, played to a model."""
     _, runs = pipeline_plan(sc, "local")
     expect(runs == [], "training_runtime=local: neither branch runs")
 
     values, runs = pipeline_plan(sc, "kubernetes")
-    expect([r.component_name for r in runs] == ["comp-pytorch-operator-training-job"],
-           "training_runtime=kubernetes: only the PyTorchJob launcher runs")
-    job, settings = pipeline_runner.launcher_pytorchjob(runs[0])
+    expect([r.component_name for r in runs] == ["comp-compose-pytorchjob-specs", "comp-pytorch-operator-training-job"],
+           "training_runtime=kubernetes: the compose step, then the PyTorchJob launcher")
+    job, settings = kfp_components.launch_pytorchjob(runs[-1].argv)
     print(f"  note: the launcher's spec-level fields the v1.9 CRD prunes: {settings['pruned']}")
     expect(settings["delete_after_done"] is False, "the launcher keeps the PyTorchJob (--deleteAfterDone false)")
     errors = k8s_schema.validate(job)
@@ -659,14 +750,14 @@ def scenario_pipeline(sc, state):
         print(sc.tail(name))
     expect(res.condition == "Succeeded", f"PyTorchJob {name} succeeded ({res.reason})")
     digest = model_digest(os.path.join(sc.pvc, "models", name))
-    expect(bool(digest), f"the master wrote the model: {sorted(digest)}")
+    expect(bool(digest), f"the master wrote the model under models/{name} (JOB_NAME from the pods' label): {sorted(digest)}")
     done = last_done_line(sc.log_text(f"{name}-master-0"))
     print(f"  note: rank 0's last line: {done[0] if done else '?'} steps, {done[1] if done else '?'} images")
 
     values, runs = pipeline_plan(sc, "sagemaker")
-    expect([r.component_name for r in runs] == ["comp-sagemaker-training-job"],
-           "training_runtime=sagemaker: only the SageMaker training component runs")
-    request = pipeline_runner.sagemaker_request(runs[0])
+    expect([r.component_name for r in runs] == ["comp-compose-sagemaker-inputs", "comp-sagemaker-training-job"],
+           "training_runtime=sagemaker: the compose step, then the SageMaker training component")
+    request = kfp_components.sagemaker_training(runs[-1].argv)
     rc = request["ResourceConfig"]
     expect(rc["InstanceCount"] == 2 and rc["InstanceType"] == "ml.p3.2xlarge", "2 x ml.p3.2xlarge")
     hp = request["HyperParameters"]
@@ -715,9 +806,12 @@ def main():
                     help="chaos: the trainers' --timeout and ddprun's --join-timeout, seconds")
     ap.add_argument("--chaos-kinds", default="", help="chaos: only these faults (comma-separated)")
     ap.add_argument("--chaos-variants", default="", help="chaos: only these jobs (pytorchjob, ddprun)")
+    ap.add_argument("--kfp-version", choices=kfp_backend.VERSIONS,
+                    help="pipeline: plan with this KFP backend's rules only (default: every version, same result)")
     ap.add_argument("--standin-bin-dir", help=argparse.SUPPRESS)  # harness development only, never in ctest
     ap.add_argument("--strip-flag", action="append", default=[], help=argparse.SUPPRESS)  # idem
     args = ap.parse_args()
+    args.kfp_versions = [args.kfp_version] if args.kfp_version else list(kfp_backend.VERSIONS)
     names = [s for s in args.scenario.split(",") if s]
     for n in names:
         if n not in SCENARIOS:
@@ -744,7 +838,7 @@ def main():
     if args.standin_bin_dir:
         print(f"WARNING: stand-in binaries from {args.standin_bin_dir}: harness development, not a rehearsal")
     needed = {"train_cifar10", "make_cifar10_synthetic"} | ({"ddprun"} if {"trainjob", "ddprun", "chaos", "sagemaker"} & set(names) else set())
-    if {"ranzcr-cpu", "ranzcr-minikf"} & set(names):
+    if {"ranzcr-cpu", "ranzcr-minikf", "sagemaker"} & set(names):
         needed |= {"train_ranzcr", "make_ranzcr_synthetic"}
     missing = sorted(needed - set(found))
     if missing:

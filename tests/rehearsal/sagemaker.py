@@ -8,7 +8,8 @@
     result["ModelArtifacts"]["S3ModelArtifacts"]    # s3://.../<TrainingJobName>/output/model.tar.gz
     result["Local"]["model_tar"]                    # that object on this machine
 
-run_training_job(request, bin_dir, workdir, cluster, timeout, image_env=None) -> dict
+run_training_job(request, bin_dir, workdir, cluster, timeout, image_env=None, user="image",
+                 opt_ml="writable") -> dict
   request    a CreateTrainingJob request (the API's field names; what is played is listed below; any
              other field, or a missing required one, raises RequestError)
   bin_dir    the folder playing the image's /opt/ddp/bin (rehearse.make_bin_dir); the image's
@@ -22,21 +23,42 @@ run_training_job(request, bin_dir, workdir, cluster, timeout, image_env=None) ->
   timeout    seconds of wall time for the whole job (also bounded by MaxRuntimeInSeconds)
   image_env  the image's ENV (rehearse.image_env plus LD_LIBRARY_PATH for the build's libddp);
              default: rehearse.image_env(REPO) with LD_LIBRARY_PATH=<bin_dir>/../lib
+  user       "image": the processes run as the image's USER (docker/Dockerfile: ddp, uid 1000), as
+             SageMaker starts the image; "root": as uid 0 (an image built FROM ours with USER root)
+  opt_ml     who may write the folders the container writes (model/, output/, output/data/,
+             checkpoints/): "writable" (root-owned, mode 0777: how SageMaker must make them for a
+             non-root USER to write at all), or "root-only" (root-owned, mode 0755: what the users who
+             report Permission denied from non-root containers get). AWS documents neither owner nor
+             mode: both are played, and the trainers must work in the first and fail clearly in the
+             second. Everything else under /opt/ml is root's and read-only to others.
 Returns a dict shaped like DescribeTrainingJob's answer (TrainingJobName, TrainingJobStatus,
 FailureReason, ModelArtifacts.S3ModelArtifacts, HyperParameters, ResourceConfig, ...) and "Local":
-{model_tar, roots: {host: /opt/ml root}, logs: {host: log}, exit_codes: {host: code}}.
+{model_tar, roots: {host: /opt/ml root}, logs: {host: log}, exit_codes: {host: code},
+metrics: {host: {metric name: [values]}}}; FinalMetricDataList (each metric's last value on algo-1).
 
 What is played, as SageMaker does it (docs.aws.amazon.com/sagemaker: "How Amazon SageMaker Runs Your
 Training Image", "How Amazon SageMaker Provides Training Information"):
   - ResourceConfig.InstanceCount instances algo-1..algo-N, each started as `<ENTRYPOINT> train` with
     the image's ENV, request.Environment, and SAGEMAKER_BASE_DIR=<its /opt/ml root> (the override the
-    trainer honours, and the sagemaker-training-toolkit's name for it), as the image's USER (uid 1000)
+    trainer honours, and the sagemaker-training-toolkit's name for it), as `user` (above); /opt/ml made
+    by root before the start, laid out as `opt_ml` says
   - /opt/ml/input/config/hyperparameters.json (HyperParameters: every value a string, as the API
     requires), resourceconfig.json (current_host, current_instance_type, current_group_name, hosts,
     instance_groups, network_interface_name "eth0"), inputdataconfig.json (one entry per channel)
-  - /opt/ml/input/data/<ChannelName>/: a full copy of the channel's S3 prefix on every instance
-    (S3DataType S3Prefix, S3DistributionType FullyReplicated, TrainingInputMode File; anything else is
-    a RequestError, not played)
+  - /opt/ml/input/data/<ChannelName>/: the channel's data on every instance: an S3Prefix
+    (FullyReplicated) copied in File mode, or shown read-only in FastFile mode (the channel's
+    InputMode, else AlgorithmSpecification.TrainingInputMode; SageMaker streams the objects behind a
+    read-only file view: played as a read-only copy); a FileSystemDataSource (EFS or FSxLustre, File
+    mode only, which needs VpcConfig: the API refuses it otherwise) mounted from
+    <workdir>/fs/<FileSystemId><DirectoryPath>, read-only with FileSystemAccessMode ro (played as a
+    copy); inputdataconfig.json says each channel's TrainingInputMode. Pipe mode, sharded or manifest
+    channels are a RequestError (not played)
+  - MetricDefinitions (at most 40; Name and Regex non-empty, Regex at most 500 characters): each
+    instance's log lines are searched with each Regex (Python's re: AWS does not name its engine), the
+    first group read as a number, as SageMaker turns the algorithm's output into metrics
+  - EnableManagedSpotTraining: StoppingCondition.MaxWaitTimeInSeconds must be given and at least
+    MaxRuntimeInSeconds (ValidationException otherwise); the job is then played as an on-demand one
+    (no interruption)
   - /opt/ml/checkpoints exists when CheckpointConfig is given (LocalPath must be /opt/ml/checkpoints);
     its contents are copied to CheckpointConfig.S3Uri at the end
   - the job: Completed when every instance exits 0; Failed as soon as one exits non-zero (the others
@@ -47,8 +69,8 @@ Training Image", "How Amazon SageMaker Provides Training Information"):
     <S3OutputPath>/<TrainingJobName>/output/model.tar.gz (files at the archive's top level; two
     instances writing the same name with different bytes fail the job), and /opt/ml/output/data into
     .../output/output.tar.gz when any instance wrote there
-Not played: Pipe/FastFile input modes, sharded or manifest channels, VPC, spot, warm pools, SageMaker's
-own container-start retries.
+Not played: Pipe input mode, sharded or manifest channels, VPC networking (only required where the API
+requires it), spot interruptions, warm pools, SageMaker's own container-start retries.
 """
 import json
 import os
@@ -112,8 +134,19 @@ def validate(request):
     alg = request["AlgorithmSpecification"]
     _require(alg, "TrainingImage", "AlgorithmSpecification")
     mode = _require(alg, "TrainingInputMode", "AlgorithmSpecification")
-    if mode != "File":
-        raise RequestError(f"AlgorithmSpecification.TrainingInputMode {mode!r}: only File is played")
+    if mode not in ("File", "FastFile"):
+        raise RequestError(f"AlgorithmSpecification.TrainingInputMode {mode!r}: only File and FastFile are played")
+    metrics = alg.get("MetricDefinitions", [])
+    if not isinstance(metrics, list) or len(metrics) > 40:
+        raise RequestError("AlgorithmSpecification.MetricDefinitions must be a list of at most 40")
+    for i, m in enumerate(metrics):
+        name, regex = _require(m, "Name", f"MetricDefinitions[{i}]"), _require(m, "Regex", f"MetricDefinitions[{i}]")
+        if not (isinstance(name, str) and 0 < len(name) <= 255 and isinstance(regex, str) and 0 < len(regex) <= 500):
+            raise RequestError(f"MetricDefinitions[{i}]: Name (1-255) and Regex (1-500 characters) are required")
+        try:
+            re.compile(regex)
+        except re.error as e:
+            raise RequestError(f"MetricDefinitions[{i}].Regex {regex!r}: {e}") from None
     hp = request.get("HyperParameters", {})
     if not isinstance(hp, dict) or len(hp) > 100:
         raise RequestError("HyperParameters must be a map of at most 100 entries")
@@ -130,7 +163,13 @@ def validate(request):
         raise RequestError(f"ResourceConfig.InstanceCount {count!r} must be an integer >= 1")
     _require(request["OutputDataConfig"], "S3OutputPath", "OutputDataConfig")
     s3_local("/", request["OutputDataConfig"]["S3OutputPath"])
-    _require(request["StoppingCondition"], "MaxRuntimeInSeconds", "StoppingCondition")
+    stop = request["StoppingCondition"]
+    _require(stop, "MaxRuntimeInSeconds", "StoppingCondition")
+    if request.get("EnableManagedSpotTraining"):
+        wait = stop.get("MaxWaitTimeInSeconds")
+        if not isinstance(wait, int) or wait < stop["MaxRuntimeInSeconds"]:
+            raise RequestError("EnableManagedSpotTraining: StoppingCondition.MaxWaitTimeInSeconds must be given and "
+                               "at least MaxRuntimeInSeconds")
     names = set()
     for i, ch in enumerate(request.get("InputDataConfig", [])):
         where = f"InputDataConfig[{i}]"
@@ -138,14 +177,30 @@ def validate(request):
         if name in names:
             raise RequestError(f"{where}.ChannelName {name!r} is given twice")
         names.add(name)
-        src = _require(_require(ch, "DataSource", where), "S3DataSource", where + ".DataSource")
+        source = _require(ch, "DataSource", where)
+        channel_mode = ch.get("InputMode", mode)
+        if channel_mode not in ("File", "FastFile"):
+            raise RequestError(f"{where}.InputMode {channel_mode!r}: only File and FastFile are played")
+        if "FileSystemDataSource" in source:
+            fsrc = source["FileSystemDataSource"]
+            for key in ("FileSystemId", "FileSystemType", "FileSystemAccessMode", "DirectoryPath"):
+                _require(fsrc, key, where + ".DataSource.FileSystemDataSource")
+            if fsrc["FileSystemType"] not in ("EFS", "FSxLustre") or fsrc["FileSystemAccessMode"] not in ("ro", "rw"):
+                raise RequestError(f"{where}: FileSystemType EFS|FSxLustre and FileSystemAccessMode ro|rw")
+            if not str(fsrc["DirectoryPath"]).startswith("/") or ".." in str(fsrc["DirectoryPath"]).split("/"):
+                raise RequestError(f"{where}: DirectoryPath {fsrc['DirectoryPath']!r} must be an absolute path")
+            if channel_mode != "File":
+                raise RequestError(f"{where}: a FileSystemDataSource is mounted: File mode only")
+            vpc = request.get("VpcConfig") or {}
+            if not vpc.get("Subnets") or not vpc.get("SecurityGroupIds"):
+                raise RequestError(f"{where}: a FileSystemDataSource needs VpcConfig (Subnets, SecurityGroupIds)")
+            continue
+        src = _require(source, "S3DataSource", where + ".DataSource")
         s3_local("/", _require(src, "S3Uri", where + ".DataSource.S3DataSource"))
         if src.get("S3DataType", "S3Prefix") != "S3Prefix":
             raise RequestError(f"{where}: S3DataType {src['S3DataType']!r}: only S3Prefix is played")
         if src.get("S3DataDistributionType", "FullyReplicated") != "FullyReplicated":
             raise RequestError(f"{where}: only FullyReplicated is played")
-        if ch.get("InputMode", "File") != "File":
-            raise RequestError(f"{where}.InputMode {ch['InputMode']!r}: only File is played")
     cp = request.get("CheckpointConfig")
     if cp is not None:
         s3_local("/", _require(cp, "S3Uri", "CheckpointConfig"))
@@ -190,11 +245,12 @@ def _copy_tree(src, dst):
         raise RequestError(f"the S3 prefix {src} holds no objects")
 
 
-def _chown_tree(path, uid):
-    for d, dirs, files in os.walk(path):
-        os.chown(d, uid, uid)
+def _read_only(path):
+    """A channel SageMaker shows read-only (FastFile, a file system mounted ro): r-x folders, r-- files."""
+    for d, _, files in os.walk(path):
+        os.chmod(d, 0o555)
         for f in files:
-            os.chown(os.path.join(d, f), uid, uid)
+            os.chmod(os.path.join(d, f), 0o444)
 
 
 def _write_json(path, obj):
@@ -202,8 +258,14 @@ def _write_json(path, obj):
         json.dump(obj, f)
 
 
-def prepare_root(request, workdir, job_dir, host, hosts):
-    """One instance's /opt/ml as SageMaker lays it out before starting the container."""
+WRITTEN = ("model", "output", "output/data", "checkpoints")   # the folders the container writes
+
+
+def prepare_root(request, workdir, job_dir, host, hosts, opt_ml="writable"):
+    """One instance's /opt/ml as SageMaker lays it out, as root, before starting the container (see
+    the module docstring for `opt_ml`)."""
+    if opt_ml not in ("writable", "root-only"):
+        raise ValueError(f"opt_ml {opt_ml!r}: writable or root-only")
     root = os.path.join(job_dir, host, "opt", "ml")
     shutil.rmtree(os.path.join(job_dir, host), ignore_errors=True)
     config = os.path.join(root, "input", "config")
@@ -218,17 +280,31 @@ def prepare_root(request, workdir, job_dir, host, hosts):
                              "hosts": hosts}],
         "network_interface_name": "eth0"})
     channels = {}
+    default_mode = request["AlgorithmSpecification"]["TrainingInputMode"]
     for ch in request.get("InputDataConfig", []):
-        src = ch["DataSource"]["S3DataSource"]
-        channels[ch["ChannelName"]] = {"TrainingInputMode": "File", "S3DistributionType": "FullyReplicated",
-                                       "RecordWrapperType": ch.get("RecordWrapperType", "None")}
+        mode = ch.get("InputMode", default_mode)
+        dst = os.path.join(root, "input", "data", ch["ChannelName"])
+        if "FileSystemDataSource" in ch["DataSource"]:
+            fsrc = ch["DataSource"]["FileSystemDataSource"]
+            channels[ch["ChannelName"]] = {"TrainingInputMode": "File", "RecordWrapperType": "None"}
+            _copy_tree(os.path.join(workdir, "fs", fsrc["FileSystemId"]) + fsrc["DirectoryPath"], dst)
+            if fsrc["FileSystemAccessMode"] == "ro":
+                _read_only(dst)
+        else:
+            channels[ch["ChannelName"]] = {"TrainingInputMode": mode, "S3DistributionType": "FullyReplicated",
+                                           "RecordWrapperType": ch.get("RecordWrapperType", "None")}
+            _copy_tree(s3_local(workdir, ch["DataSource"]["S3DataSource"]["S3Uri"]), dst)
+            if mode == "FastFile":
+                _read_only(dst)
         if "ContentType" in ch:
             channels[ch["ChannelName"]]["ContentType"] = ch["ContentType"]
-        _copy_tree(s3_local(workdir, src["S3Uri"]), os.path.join(root, "input", "data", ch["ChannelName"]))
     _write_json(os.path.join(config, "inputdataconfig.json"), channels)
     if request.get("CheckpointConfig"):
         os.makedirs(os.path.join(root, "checkpoints"))
-    _chown_tree(os.path.join(job_dir, host), IMAGE_UID)
+        _copy_tree_if(s3_local(workdir, request["CheckpointConfig"]["S3Uri"]), os.path.join(root, "checkpoints"))
+    for d in WRITTEN:
+        if os.path.isdir(os.path.join(root, d)):
+            os.chmod(os.path.join(root, d), 0o777 if opt_ml == "writable" else 0o755)
     return root
 
 
@@ -269,9 +345,12 @@ def _exit_code(rc):
     return 128 - rc if rc < 0 else rc   # killed by signal N: the container runtime reports 128+N
 
 
-def run_training_job(request, bin_dir, workdir, cluster, timeout, image_env=None):
+def run_training_job(request, bin_dir, workdir, cluster, timeout, image_env=None, user="image", opt_ml="writable"):
     """Plays CreateTrainingJob to its end; see the module docstring. RequestError for a bad request."""
     validate(request)
+    if user not in ("image", "root"):
+        raise ValueError(f"user {user!r}: image or root")
+    uid = IMAGE_UID if user == "image" else 0
     name = request["TrainingJobName"]
     count = request["ResourceConfig"]["InstanceCount"]
     hosts = [f"algo-{i + 1}" for i in range(count)]
@@ -290,15 +369,21 @@ def run_training_job(request, bin_dir, workdir, cluster, timeout, image_env=None
               "InputDataConfig": request.get("InputDataConfig", []), "OutputDataConfig": request["OutputDataConfig"],
               "StoppingCondition": request["StoppingCondition"], "TrainingJobStatus": "InProgress",
               "SecondaryStatus": "Starting", "FailureReason": None, "ModelArtifacts": None,
-              "Local": {"model_tar": None, "roots": {}, "logs": {}, "exit_codes": {}, "model_files": []}}
+              "FinalMetricDataList": [],
+              "Local": {"model_tar": None, "roots": {}, "logs": {}, "exit_codes": {}, "model_files": [], "metrics": {},
+                        "uid": uid}}
     local = result["Local"]
-    roots = {h: prepare_root(request, workdir, job_dir, h, hosts) for h in hosts}
+    roots = {h: prepare_root(request, workdir, job_dir, h, hosts, opt_ml) for h in hosts}
+    homes = {h: os.path.join(job_dir, h, "home") for h in hosts}   # the image's home folder (WORKDIR)
+    for home in homes.values():
+        os.makedirs(home)
+        os.chown(home, uid, uid)
     local["roots"] = roots
     pods, procs = {}, {}
     started = time.time()
     limit = min(float(timeout), float(request["StoppingCondition"]["MaxRuntimeInSeconds"]))
-    print(f"  [TrainingJob/{name}] {count} x {request['ResourceConfig']['InstanceType']}: {' '.join(entry)} train",
-          flush=True)
+    print(f"  [TrainingJob/{name}] {count} x {request['ResourceConfig']['InstanceType']}: {' '.join(entry)} train "
+          f"as uid {uid}, /opt/ml {opt_ml}", flush=True)
     try:
         for h in hosts:
             pods[h] = cluster.create_pod(f"{name}-{h}", hostname=h)
@@ -306,9 +391,9 @@ def run_training_job(request, bin_dir, workdir, cluster, timeout, image_env=None
             cluster.publish(h, pods[h].ip)
         result["SecondaryStatus"] = "Training"
         for h in hosts:
-            env = dict(env_base, HOSTNAME=h, HOME=roots[h], SAGEMAKER_BASE_DIR=roots[h])
+            env = dict(env_base, HOSTNAME=h, HOME=homes[h], SAGEMAKER_BASE_DIR=roots[h])
             local["logs"][h] = os.path.join(job_dir, f"{h}.log")
-            procs[h] = pods[h].start(entry + ["train"], env, local["logs"][h], cwd=roots[h], uid=IMAGE_UID)
+            procs[h] = pods[h].start(entry + ["train"], env, local["logs"][h], cwd=homes[h], uid=uid)
         failed = None
         while True:
             for h in hosts:
@@ -329,6 +414,9 @@ def run_training_job(request, bin_dir, workdir, cluster, timeout, image_env=None
         _stop_all(pods, procs)
         for h in hosts:
             local["exit_codes"].setdefault(h, _exit_code(procs[h].returncode))
+            local["metrics"][h] = read_metrics(request, local["logs"][h])
+        result["FinalMetricDataList"] = [{"MetricName": k, "Value": v[-1]} for k, v in local["metrics"][hosts[0]].items()
+                                         if v]
         if failed:
             path = os.path.join(roots[failed], "output", "failure")
             text = open(path, encoding="utf-8", errors="replace").read().strip() if os.path.exists(path) else ""
@@ -361,6 +449,25 @@ def run_training_job(request, bin_dir, workdir, cluster, timeout, image_env=None
     print(f"  [TrainingJob/{name}] {result['TrainingJobStatus']}"
           + (f": {result['FailureReason']}" if result["FailureReason"] else ""), flush=True)
     return result
+
+
+def read_metrics(request, log_path):
+    """{metric name: [values]} of one instance's log, as MetricDefinitions read it (module docstring)."""
+    defs = request["AlgorithmSpecification"].get("MetricDefinitions", [])
+    found = {m["Name"]: [] for m in defs}
+    if not defs or not os.path.exists(log_path):
+        return found
+    compiled = [(m["Name"], re.compile(m["Regex"])) for m in defs]
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            for name, rx in compiled:
+                m = rx.search(line)
+                if m and m.groups():
+                    try:
+                        found[name].append(float(m.group(1)))
+                    except ValueError:
+                        pass   # SageMaker drops a value that is not a number
+    return found
 
 
 def _copy_tree_if(src, dst):

@@ -92,12 +92,37 @@ TEST(SageMakerHyperparameters, StructuredValuesAreRefusedByName) {
   EXPECT_NE(bad(R"({"lr":"1","lr":"2"})").find("duplicate member name \"lr\""), std::string::npos);
 }
 
-TEST(SageMakerInputDataConfig, ChannelsAndFileModeOnly) {
+TEST(SageMakerInputDataConfig, ChannelsInFileAndFastFileModeOnly) {
   EXPECT_EQ(parse_input_data_config(
                 R"({"training":{"TrainingInputMode":"File","S3DistributionType":"FullyReplicated"},"test":{}})", "i"),
             (Args{"training", "test"}));
+  EXPECT_EQ(parse_input_data_config(R"({"train":{"TrainingInputMode":"FastFile","RecordWrapperType":"None"}})", "i"),
+            (Args{"train"}));
   EXPECT_EQ(error_of([] { parse_input_data_config(R"({"training":{"TrainingInputMode":"Pipe"}})", "i.json"); }),
-            "i.json: channel \"training\" has TrainingInputMode 'Pipe'; the trainers read files: use File");
+            "i.json: channel \"training\" has TrainingInputMode 'Pipe'; the trainers read files: use File or FastFile");
+}
+
+TEST(SageMakerProgram, TrainerHyperparameterOrSagemakerProgramElseTheEntrypoint) {
+  const Hyperparameters none = parse_hyperparameters(R"({"epochs":"1"})", "hp");
+  const Hyperparameters ranzcr = parse_hyperparameters(R"({"trainer":"\"ranzcr\"","epochs":"1"})", "hp");
+  EXPECT_EQ(ranzcr.trainer, "ranzcr");
+  EXPECT_EQ(ranzcr.values, (std::vector<std::pair<std::string, std::string>>{{"epochs", "1"}}));
+  EXPECT_EQ(sagemaker_trainer(none, {}, "train_cifar10"), "train_cifar10");
+  EXPECT_EQ(sagemaker_trainer(ranzcr, {}, "train_cifar10"), "train_ranzcr");
+  EXPECT_EQ(sagemaker_trainer(none, {{"SAGEMAKER_PROGRAM", "train_ranzcr"}}, "train_cifar10"), "train_ranzcr");
+  EXPECT_EQ(sagemaker_trainer(none, {{"SAGEMAKER_PROGRAM", "cifar10"}}, "train_ranzcr"), "train_cifar10");
+  EXPECT_EQ(sagemaker_trainer(ranzcr, {{"SAGEMAKER_PROGRAM", "train_ranzcr"}}, "train_cifar10"), "train_ranzcr");
+}
+
+TEST(SageMakerProgram, UnknownOrConflictingChoicesNameTheValues) {
+  const Hyperparameters ranzcr = parse_hyperparameters(R"({"trainer":"ranzcr"})", "hp");
+  const Hyperparameters bad = parse_hyperparameters(R"({"trainer":"resnet"})", "hp");
+  EXPECT_EQ(error_of([&] { sagemaker_trainer(bad, {}, "train_cifar10"); }),
+            "hyperparameter \"trainer\"='resnet' is not a trainer: cifar10 or ranzcr (train_cifar10 or train_ranzcr)");
+  EXPECT_EQ(error_of([&] { sagemaker_trainer(ranzcr, {{"SAGEMAKER_PROGRAM", "train.py"}}, "train_cifar10"); }),
+            "SAGEMAKER_PROGRAM='train.py' is not a trainer: cifar10 or ranzcr (train_cifar10 or train_ranzcr)");
+  EXPECT_EQ(error_of([&] { sagemaker_trainer(ranzcr, {{"SAGEMAKER_PROGRAM", "cifar10"}}, "train_cifar10"); }),
+            "hyperparameter \"trainer\"='ranzcr' and SAGEMAKER_PROGRAM='cifar10' name different trainers: set one");
 }
 
 // A fake /opt/ml for the mapping tests.

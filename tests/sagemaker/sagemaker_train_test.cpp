@@ -2,8 +2,10 @@
 // real binary, synthetic data from the real generator; two instances as two processes over loopback.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -152,6 +154,55 @@ TEST(SageMakerTrain, TwoInstancesTrainTogether) {
 }  // namespace
 
 #ifdef DDP_TRAIN_RANZCR
+namespace {
+
+// A RANZCR /opt/ml on a synthetic set: the `train` channel, one instance.
+fs::path ranzcr_root(const std::string& name, const std::string& hyperparameters) {
+  const fs::path root = fs::temp_directory_path() / ("ddp-sm-" + std::to_string(::getpid()) + "-" + name);
+  fs::remove_all(root);
+  Subprocess make({DDP_MAKE_RANZCR_SYNTHETIC, "--out", (root / "input/data/train").string(), "-n", "40", "--size", "64"});
+  EXPECT_EQ(make.wait(std::chrono::seconds(60)), 0) << make.output();
+  write(root / "input/config/resourceconfig.json", R"({"current_host":"localhost","hosts":["localhost"]})");
+  write(root / "input/config/inputdataconfig.json", R"({"train":{"TrainingInputMode":"FastFile"}})");
+  write(root / "input/config/hyperparameters.json", hyperparameters);
+  return root;
+}
+
+const char* kRanzcr = R"("epochs":"1","batch-size":"8","image-size":"32","arch":"\"resnet18\"","device":"\"cpu\"",)"
+                      R"("backend":"\"gloo\"","max-steps":"2")";
+
+// PATH with train_ranzcr's build folder first: in the image both trainers share /opt/ddp/bin.
+std::map<std::string, std::string> ranzcr_env(const fs::path& root, std::map<std::string, std::string> extra = {}) {
+  extra["SAGEMAKER_BASE_DIR"] = root.string();
+  extra["OMP_NUM_THREADS"] = "1";
+  extra["PATH"] = fs::path(DDP_TRAIN_RANZCR).parent_path().string() + ":" + std::getenv("PATH");
+  return extra;
+}
+
+}  // namespace
+
+// One image runs either trainer: the ENTRYPOINT (train_cifar10) hands over to train_ranzcr when the job
+// says so by hyperparameter or by SAGEMAKER_PROGRAM, and refuses two different answers.
+TEST(SageMakerTrain, TheEntrypointRunsTrainRanzcrWhenTheJobAsksForIt) {
+  const fs::path root = ranzcr_root("pick", std::string("{") + kRanzcr + R"(,"trainer":"\"ranzcr\""})");
+  Subprocess by_hp({DDP_TRAIN_CIFAR10, "train"}, ranzcr_env(root));
+  ASSERT_EQ(finish(by_hp), 0) << by_hp.output();
+  EXPECT_NE(by_hp.output().find("sagemaker: the job asks for train_ranzcr: running "), std::string::npos) << by_hp.output();
+  EXPECT_NE(by_hp.output().find("train_ranzcr: rank 0/1"), std::string::npos) << by_hp.output();
+  EXPECT_TRUE(fs::exists(root / "model/model.pt"));
+  fs::remove(root / "model/model.pt");
+  write(root / "input/config/hyperparameters.json", std::string("{") + kRanzcr + "}");
+  Subprocess by_env({DDP_TRAIN_CIFAR10, "train"}, ranzcr_env(root, {{"SAGEMAKER_PROGRAM", "train_ranzcr"}}));
+  ASSERT_EQ(finish(by_env), 0) << by_env.output();
+  EXPECT_TRUE(fs::exists(root / "model/model.pt"));
+  write(root / "input/config/hyperparameters.json", std::string("{") + kRanzcr + R"(,"trainer":"cifar10"})");
+  Subprocess both({DDP_TRAIN_CIFAR10, "train"}, ranzcr_env(root, {{"SAGEMAKER_PROGRAM", "train_ranzcr"}}));
+  ASSERT_EQ(finish(both), 2) << both.output();
+  EXPECT_EQ(read(root / "output/failure"), "hyperparameter \"trainer\"='cifar10' and SAGEMAKER_PROGRAM='train_ranzcr' "
+                                           "name different trainers: set one\n");
+  fs::remove_all(root);
+}
+
 // train_ranzcr shares the mode: it trains from the `train` channel, and the CIFAR workshop's
 // model-type is not one of its flags.
 TEST(SageMakerTrain, RanzcrTrainsFromTheTrainChannelAndRefusesModelType) {

@@ -1,8 +1,6 @@
 #include "ddp/launcher/launch_config.h"
 
 #include <ddp/errors.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -13,6 +11,7 @@
 #include "util/help_epilogue.h"
 #include "util/nproc.h"
 #include "util/numbers.h"
+#include "util/program_path.h"
 
 namespace ddp::launcher {
 namespace {
@@ -153,28 +152,6 @@ bool StreamSpec::any() const {
   for (auto& [r, v] : per_rank_)
     if (v) return true;
   return false;
-}
-
-// ---- program lookup -------------------------------------------------------------------------------
-std::string resolve_program(const std::string& program, const EnvMap& env) {
-  auto executable = [](const std::string& p) {
-    struct stat st {};
-    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
-  };
-  if (program.empty()) throw ConfigError("the program to run is an empty string");
-  if (program.find('/') != std::string::npos) {
-    if (!executable(program)) throw ConfigError("program '" + program + "' does not exist or is not executable");
-    return program;
-  }
-  auto path = util::env_get(env, "PATH");
-  std::stringstream in(path ? *path : "/usr/local/bin:/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(in, dir, ':')) {
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
-    if (executable(candidate)) return candidate;
-  }
-  throw ConfigError("program '" + program + "' is not an executable file in PATH" +
-                    (path ? "='" + *path + "'" : std::string(" (unset)")));
 }
 
 // ---- parsing --------------------------------------------------------------------------------------
@@ -337,7 +314,7 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
     throw ConfigError("--tee / --redirects write per-rank files and need --log-dir");
 
   if (c.program.empty()) throw ConfigError("no program to run: ddprun [options] [--] program [args...]");
-  c.program[0] = resolve_program(c.program[0], env);
+  c.program[0] = util::resolve_program(c.program[0], env);
   return c;
 }
 

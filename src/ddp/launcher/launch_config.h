@@ -73,8 +73,4 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const std::
 /// The usage text (--help), ending with the environment variables ddprun reads and its exit codes.
 std::string launch_usage();
 
-/// Finds `program` the way execvp would (a name without '/' is looked up in PATH). ConfigError when
-/// it does not exist or is not executable.
-std::string resolve_program(const std::string& program, const std::map<std::string, std::string>& env);
-
 }  // namespace ddp::launcher
