@@ -3,46 +3,83 @@
 # against Debian 12's LibTorch 1.13 on this machine, then against Debian 13's LibTorch 2.6 in a
 # cached trixie root (scripts/run-tests-trixie.sh). Between them, on Debian 12, the store, Gloo,
 # reducer and checkpoint tests run again built with ASan + UBSan (scripts/sanitize.sh asan, in
-# build-asan). All run even when one fails; the exit code is non-zero when any failed.
-# DDP_SUITES picks some of them (default "1.13 asan 2.6"). Extra arguments go to the two full
-# ctest runs.
+# build-asan), and the failure tests run again with every core busy (scripts/stress-tests.sh). All
+# run even when one fails; the exit code is non-zero when any failed.
+#
+# The Debian 13 root is made (or found cached) in the background from the start, while the 1.13
+# suite builds: making it is mostly download and unpacking, the build mostly compiling.
+#
+# DDP_SUITES picks some of the parts (default "1.13 asan load 2.6"). Extra arguments go to the two
+# full ctest runs. docs/TESTING.md, "How long it takes", has the time of each part.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-SUITES=${DDP_SUITES:-1.13 asan 2.6}
-declare -A result
+SUITES=${DDP_SUITES:-1.13 asan load 2.6}
+declare -A result took
 # The sanitized part CI runs: the threaded and byte-handling core (docs/TESTING.md, "Sanitizers").
 CI_ASAN_TARGETS="test_store test_gloo test_gloo_peer_directory test_ddp_buckets test_ddp test_checkpoint"
+# The tests run again under load: the ones about failures and exits, whose timing a busy machine
+# changes (docs/TESTING.md, "Under load").
+LOAD_TESTS='^(tcp\.)?Gloo(Failure|Leave|Mismatch)\.|^Resume\.|^DdprunFaults\.|^rehearsal_gloo_hosts$'
 start=$(date +%s)
-bash scripts/install-deps.sh || exit
+has() { [[ " $SUITES " == *" $1 "* ]]; }
+# finish NAME STATUS T0: records a part's result and time.
+finish() {
+  result[$1]=$2
+  took[$1]=$(( $(date +%s) - $3 ))
+  echo "== $1: exit $2 after ${took[$1]} s"
+}
 
-if [[ " $SUITES " == *" 1.13 "* ]]; then
+t0=$(date +%s)
+bash scripts/install-deps.sh || exit
+took[packages]=$(( $(date +%s) - t0 ))
+
+root_log=$(mktemp /tmp/ddp-trixie-root.XXXXXX.log)
+if has 2.6; then
+  bash scripts/trixie-root.sh > "$root_log" 2>&1 &
+  root_pid=$!
+fi
+
+if has 1.13; then
   t0=$(date +%s)
   echo "== LibTorch 1.13 suite (Debian 12)"
   ( set -e
     bash scripts/build.sh
+    echo "== LibTorch 1.13 suite: built after $(( $(date +%s) - t0 )) s"
     cd "${BUILD_DIR:-build}"
     ctest --output-on-failure --timeout 900 -j "${DDP_TEST_JOBS:-2}" "$@" )
-  result[1.13]=$?
-  echo "== LibTorch 1.13 suite: exit ${result[1.13]} after $(( $(date +%s) - t0 )) s"
+  finish 1.13 $? "$t0"
 fi
-if [[ " $SUITES " == *" asan "* ]]; then
+if has asan; then
   t0=$(date +%s)
   echo "== ASan + UBSan: store, Gloo, reducer, checkpoint (Debian 12)"
   DDP_ASAN_TARGETS=${DDP_ASAN_TARGETS:-$CI_ASAN_TARGETS} bash scripts/sanitize.sh asan
-  result[asan]=$?
-  echo "== ASan + UBSan: exit ${result[asan]} after $(( $(date +%s) - t0 )) s"
+  finish asan $? "$t0"
 fi
-if [[ " $SUITES " == *" 2.6 "* ]]; then
+if has load; then
   t0=$(date +%s)
-  bash scripts/run-tests-trixie.sh "$@"
-  result[2.6]=$?
-  echo "== LibTorch 2.6 suite: exit ${result[2.6]} after $(( $(date +%s) - t0 )) s"
+  echo "== Under load: the failure tests again with every core busy (Debian 12)"
+  bash scripts/stress-tests.sh -- ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout 900 \
+    --no-tests=error -j "${DDP_TEST_JOBS:-2}" -R "$LOAD_TESTS"
+  finish load $? "$t0"
 fi
+if has 2.6; then
+  t0=$(date +%s)
+  if wait "$root_pid"; then
+    echo "== Debian 13 root ready ($(tail -n 1 "$root_log")), waited $(( $(date +%s) - t0 )) s for it"
+    bash scripts/run-tests-trixie.sh "$@"
+    finish 2.6 $? "$t0"
+  else
+    cat "$root_log"
+    finish 2.6 1 "$t0"
+  fi
+fi
+rm -f "$root_log"
 
 passed=0 failed=0
 for s in "${!result[@]}"; do
   if [[ ${result[$s]} == 0 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
-echo "run-tests: $(( $(date +%s) - start )) s in all"
+echo "run-tests: $(( $(date +%s) - start )) s in all (packages ${took[packages]} s$(
+  for s in 1.13 asan load 2.6; do [[ -n ${took[$s]:-} ]] && printf ', %s %s s' "$s" "${took[$s]}"; done))"
 echo "suites: $passed passed, $failed failed"
 ((failed == 0 && passed > 0))
