@@ -30,19 +30,30 @@ function(ddp_add_gtest name)
   elseif(DDP_SANITIZE)
     math(EXPR ARG_TIMEOUT "${ARG_TIMEOUT} * 3")
   endif()
-  # Each test also carries its executable's name as a label, so a script can run the tests of the
-  # executables it built (scripts/sanitize.sh: ctest -L '^(test_store|test_gloo)$').
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 120
-    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${name};${ARG_LABELS}")
+    TEST_LIST ${name}_TESTS
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT})
   if(ARG_VARIANT)
     list(GET ARG_VARIANT 0 _prefix)
     list(GET ARG_VARIANT 1 _env)
     gtest_discover_tests(${name}
       TEST_PREFIX ${_prefix}
       DISCOVERY_TIMEOUT 120
-      PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${name};${ARG_LABELS}" ENVIRONMENT "${_env}")
+      TEST_LIST ${name}_VARIANT_TESTS
+      PROPERTIES TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT "${_env}")
   endif()
+  # Each test carries its executable's name as a label, so a script can run the tests of the
+  # executables it built (scripts/sanitize.sh: ctest -L '^(test_store|test_gloo)$'), and the LABELS
+  # given (quick, gpu). They are set by a ctest include file that runs after discovery's: a list
+  # passed through gtest_discover_tests' PROPERTIES loses its semicolons and with them every label
+  # but the first (`ctest -L gpu` found no test).
+  set(_labels_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake")
+  file(WRITE "${_labels_file}"
+    "foreach(_test IN LISTS ${name}_TESTS ${name}_VARIANT_TESTS)\n"
+    "  set_tests_properties(\"\${_test}\" PROPERTIES LABELS \"${name};${ARG_LABELS}\")\n"
+    "endforeach()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${_labels_file}")
 endfunction()
 
 # ddp_test_internal_units(TARGET src/ddp/area/unit.cpp ...)

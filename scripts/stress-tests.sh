@@ -12,7 +12,7 @@
 #
 # Examples:
 #   sudo bash scripts/stress-tests.sh --runs 3                              # the whole suite, 3 in a row
-#   bash scripts/stress-tests.sh -- ctest --test-dir build -L load -j 2     # one label
+#   bash scripts/stress-tests.sh -- ctest --test-dir build -L quick -j 2    # one label
 # Exit: the first failing run's status, else 0.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit

@@ -87,11 +87,20 @@ def set_flag(argv, flag, value, before=None):
     return argv
 
 
+INSTANCE_LABEL = "app.kubernetes.io/instance"   # what the manifests' JOB_NAME reads
+
+
 def prepare_job(objs, variant, job_name, timeout):
     """The variant's job with the round's name and the chaos overrides (module doc)."""
     job = copy.deepcopy(next(o for o in objs if o["kind"] == "PyTorchJob"))
     job["metadata"]["name"] = job_name
     for rs in job["spec"]["pytorchReplicaSpecs"].values():
+        # A renamed job renames the label JOB_NAME reads too (k8s/README.md), else every round would
+        # share the reference run's /shared/checkpoints/<name> and resume from its last step.
+        labels = rs["template"]["metadata"]["labels"]
+        if INSTANCE_LABEL not in labels:
+            raise ValueError(f"{variant}: the replica template has no label {INSTANCE_LABEL}")
+        labels[INSTANCE_LABEL] = job_name
         c = rs["template"]["spec"]["containers"][0]
         args = [str(a) for a in c.get("args", [])]
         for flag, value in (("--epochs", str(EPOCHS)), ("--checkpoint-every", str(CHECKPOINT_EVERY)),

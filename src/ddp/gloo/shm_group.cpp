@@ -6,6 +6,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <ctime>
@@ -38,7 +39,19 @@ constexpr std::chrono::microseconds kSpin(2);
 // per piece. With one core busy with another process, a 64 MiB allreduce of 2 ranks took 20-26 ms
 // this way against 36-44 ms with a 20 us spin then sleep, and 94-128 ms with a 300 us pure spin
 // (docs/PERFORMANCE.md, "Shared memory").
+//
+// When every core is busy that loses: the member waited for gets a core only when another
+// process's time slice ends, a yielding waiter stays runnable and competes for the same slices, and
+// each sync point pays a slice (2 ranks, 64 KiB allreduce: 0.19x torch's Gloo with a busy loop on
+// each core, issue 24). A futex sleep gets the kernel's wakeup preference instead. A sched_yield
+// that returns after kSlowYield or more says another process had this core: the group stops
+// yielding (yield_budget_ = 0) and sleeps, and every kProbeEvery sleeping waits it tries a short
+// yield again (kYieldStep), which each wait that ends in a quick yield doubles back up to kYield.
+// Whether a wait is long says nothing here: a slow peer on a quiet host is still best yielded to.
 constexpr std::chrono::microseconds kYield(300);
+constexpr std::chrono::microseconds kYieldStep(8);
+constexpr std::chrono::microseconds kSlowYield(50);
+constexpr unsigned kProbeEvery = 256;
 // A sleeping wait wakes at least this often to look at its deadline and the abort flag.
 constexpr int kSleepSliceMs = 10;
 
@@ -186,9 +199,21 @@ void ShmGroup::wait_for(int member) {
   }
   for (;;) {
     check(member);
-    if (std::chrono::steady_clock::now() - start >= kYield) break;
+    const auto before = std::chrono::steady_clock::now();
+    if (before - start >= kSpin + yield_budget_) break;
     sched_yield();
-    if (reached(c.seq.load(std::memory_order_acquire), target)) return;
+    const bool slow = std::chrono::steady_clock::now() - before >= kSlowYield;
+    if (slow) yield_budget_ = std::chrono::microseconds(0);  // another process had this core
+    if (reached(c.seq.load(std::memory_order_acquire), target)) {
+      if (!slow) grow_yield();
+      return;
+    }
+    if (slow) break;
+  }
+  // Now and then a sleeping group tries yielding again: the other process may have gone.
+  if (yield_budget_.count() == 0 && ++sleeps_since_probe_ >= kProbeEvery) {
+    sleeps_since_probe_ = 0;
+    yield_budget_ = kYieldStep;
   }
   for (;;) {
     c.sleepers.fetch_add(1, std::memory_order_seq_cst);
@@ -198,6 +223,10 @@ void ShmGroup::wait_for(int member) {
     if (reached(c.seq.load(std::memory_order_acquire), target)) return;
     check(member);
   }
+}
+
+void ShmGroup::grow_yield() {
+  yield_budget_ = std::min(kYield, std::max(yield_budget_ * 2, std::chrono::microseconds(kYieldStep)));
 }
 
 void ShmGroup::wake_all() {

@@ -70,6 +70,7 @@ class ShmGroup final : public Abortable {
   Control& control(int member) const;
   void publish();
   void wait_for(int member);
+  void grow_yield();
   [[noreturn]] void throw_stuck(int member);
   void check(int member);
   void wake_all();
@@ -81,6 +82,8 @@ class ShmGroup final : public Abortable {
   size_t piece_bytes_;
   uint32_t seq_ = 0;      // sync points this rank has published
   uint64_t pieces_ = 0;   // pieces moved so far (buffer parity)
+  std::chrono::microseconds yield_budget_{300};  // how long a wait yields before it sleeps (wait_for)
+  unsigned sleeps_since_probe_ = 0;               // sleeping waits since yielding was last tried
   std::chrono::steady_clock::time_point deadline_;
   std::chrono::milliseconds timeout_{0};
   std::atomic<bool> aborted_{false};
