@@ -3,7 +3,7 @@
 // PyTorch's ProcessGroupNCCL keeps its settings). Pure functions of an environment map: they build and
 // are tested without NCCL; process_group_nccl.cpp applies them.
 //
-//   if (auto v = blocking_wait_from_env(detail::process_env())) options.blocking_wait(*v);
+//   if (auto v = blocking_wait_from_env(util::process_env())) options.blocking_wait(*v);
 //
 // Rules, for each setting: DDP_* wins over c10d's names (and TORCH_NCCL_* over the older NCCL_*); a
 // set variable that disagrees with the winner is logged at WARN naming both; any set variable with a
