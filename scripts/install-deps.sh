@@ -4,13 +4,14 @@
 #   scripts/install-deps.sh          everything: build, tests, benchmarks (the README's test command)
 #   scripts/install-deps.sh --demo   only what scripts/run-demo.sh builds and runs
 set -euo pipefail
-# The demo: compiler and build tools, LibTorch + Gloo + cxxopts + zlib, an optimized BLAS, and real
-# images (Fashion-MNIST, 30 MB) for train_cifar10.
+# The demo: compiler and build tools, LibTorch + Gloo + cxxopts + zlib, an optimized BLAS, real
+# images (Fashion-MNIST, 30 MB) for train_cifar10, and matplotlib for ddp-plot's curves at the end.
 DEMO_PACKAGES=(
   build-essential cmake ninja-build ccache
   libtorch-dev libgloo-dev libcxxopts-dev zlib1g-dev
   libopenblas0-openmp
   dataset-fashion-mnist
+  python3-matplotlib
 )
 # The tests and benchmarks add: GoogleTest, OpenCV (RANZCR), Python's torch as the oracle, the
 # rehearsal's network namespaces, debootstrap for the LibTorch 2.6 suite's Debian 13 root, and clang

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's main job: train the workshop's CIFAR-10 CNN on real images with 2 local processes
-# under ddprun (Gloo over loopback), printing the test accuracy after each epoch.
+# under ddprun (Gloo over loopback), printing the test accuracy after each epoch, then drawing its
+# curves (loss, test accuracy, images/s) with tools/ddp_plot/ddp-plot to $DEMO_DIR/curves.png and .svg.
 #
 # The images are Fashion-MNIST (Zalando's 70,000 photographs of clothes, 10 classes, 28x28 grey),
 # which Debian ships as the package dataset-fashion-mnist; tools/make_cifar10_from_idx writes them
@@ -32,7 +33,7 @@ if [ ! -f "$data/cifar-10-batches-py/test_batch" ]; then
   esac
 fi
 # A fresh run each time; --resume auto serves restarts within this run (--max-restarts 1).
-rm -rf "$DEMO_DIR/checkpoints" "$DEMO_DIR/model" "$DEMO_DIR/metrics.jsonl"
+rm -rf "$DEMO_DIR/checkpoints" "$DEMO_DIR/model" "$DEMO_DIR/metrics.jsonl" "$DEMO_DIR/curves.png" "$DEMO_DIR/curves.svg"
 # SGD with momentum 0.9 and no augmentation learns Fashion-MNIST in two epochs (~87% test accuracy).
 set +e
 "$BUILD_DIR/apps/ddprun/ddprun" --standalone --nproc-per-node "${DEMO_NPROC:-2}" --max-restarts 1 \
@@ -40,5 +41,16 @@ set +e
   --data-dir "$data" --model-dir "$DEMO_DIR/model" --epochs "${DEMO_EPOCHS:-2}" --lr 0.02 --momentum 0.9 --no-augment \
   --metrics-file "$DEMO_DIR/metrics.jsonl" --checkpoint-dir "$DEMO_DIR/checkpoints" --resume auto
 rc=$?
+# The curves of whatever the run logged, a failed run's too (it shows where it went wrong).
+plot_rc=0
+if [ -s "$DEMO_DIR/metrics.jsonl" ]; then
+  tools/ddp_plot/ddp-plot "$DEMO_DIR/metrics.jsonl" --label "train_cifar10 ($DEMO_DATA)" --out "$DEMO_DIR/curves" ||
+    plot_rc=$?
+fi
 echo "run-demo: exit $rc after $(( $(date +%s) - start )) s; model in $DEMO_DIR/model/model.pt, metrics in $DEMO_DIR/metrics.jsonl"
-exit $rc
+if [ -s "$DEMO_DIR/curves.png" ] && [ $plot_rc = 0 ]; then
+  echo "run-demo: curves (loss, test accuracy, images/s) in $DEMO_DIR/curves.png and $DEMO_DIR/curves.svg"
+fi
+# Training's failure first; else the picture's.
+if [ $rc != 0 ]; then exit $rc; fi
+exit $plot_rc

@@ -8,7 +8,8 @@
 # LibTorch in it, labels ONCE_LABELS below: hostile flag values (our flag parsing, 500 s), fuzz
 # replays (parsers built without LibTorch), Kubernetes manifests, the KFP spec, Dockerfile lint, and
 # the orchestration rehearsals (label once: KFP runner, PyTorchJob, SageMaker, chaos), whose trainers'
-# LibTorch paths the trainer, resume and DDP tests cover on 2.6. rehearsal_gloo_hosts stays: it
+# LibTorch paths the trainer, resume and DDP tests cover on 2.6, and ddp-plot (label once: Python and
+# matplotlib; its real run only feeds it the trainer's files). rehearsal_gloo_hosts stays: it
 # exercises Gloo, which is another release in Debian 13. The benchmarks are not built here.
 # DDP_TRIXIE_ALL=1 runs everything.
 #

@@ -6,7 +6,9 @@
 #      and ldd finds every library;
 #   2. make_cifar10_synthetic writes a small dataset, and ddprun runs 2 train_cifar10 ranks on it
 #      for one epoch; the model file appears;
-#   3. every other installed binary answers --help with exit 0.
+#   3. the installed ddp-plot (a Python program: no RUNPATH) finds its modules from the moved prefix
+#      and draws that run's --metrics-file;
+#   4. every other installed binary answers --help with exit 0.
 # usage: run_installed.sh BUILD_DIR WORK_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd) work=$2
@@ -23,6 +25,8 @@ libdir=lib
 bins=("$prefix"/bin/*)
 ((${#bins[@]} >= 3)) || fail "only ${#bins[@]} binaries installed: ${bins[*]}"
 for b in "${bins[@]}"; do
+  # Scripts (ddp-plot) have no RUNPATH to check; they are run below.
+  [[ $(head -c 4 "$b") == $'\x7fELF' ]] || { echo "ok: $(basename "$b") is no ELF binary"; continue; }
   runpath=$(readelf -d "$b" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
   [[ ":$runpath:" == *":\$ORIGIN/../$libdir:"* ]] || fail "$(basename "$b"): RUNPATH '$runpath' lacks \$ORIGIN/../$libdir"
   [[ $runpath != *"$build"* ]] || fail "$(basename "$b"): RUNPATH '$runpath' points into the build tree"
@@ -32,10 +36,16 @@ done
 
 clean "$prefix/bin/make_cifar10_synthetic" --out "$work/data" --train 500 --test 100 --layout bin --seed 1
 clean "$prefix/bin/ddprun" --standalone --nproc-per-node 2 "$prefix/bin/train_cifar10" --data-dir "$work/data" \
-  --model-dir "$work/model" --epochs 1 --batch-size 50 --threads 1 > "$work/train.log" 2>&1 ||
+  --model-dir "$work/model" --epochs 1 --batch-size 50 --threads 1 --metrics-file "$work/metrics.jsonl" \
+  > "$work/train.log" 2>&1 ||
   { cat "$work/train.log"; fail "installed ddprun + train_cifar10 failed"; }
 [[ -s $work/model/model.pt ]] || fail "no model.pt after the installed run"
 echo "ok: installed ddprun ran 2 installed train_cifar10 ranks to a model"
+[[ -x $prefix/bin/ddp-plot ]] || fail "no bin/ddp-plot installed"
+clean "$prefix/bin/ddp-plot" "$work/metrics.jsonl" --out "$work/curves" > "$work/plot.log" 2>&1 ||
+  { cat "$work/plot.log"; fail "installed ddp-plot failed"; }
+[[ -s $work/curves.png && -s $work/curves.svg ]] || fail "installed ddp-plot wrote no curves.png and curves.svg"
+echo "ok: installed ddp-plot drew the run's metrics file"
 for b in "${bins[@]}"; do
   case $(basename "$b") in ddprun|train_cifar10|make_cifar10_synthetic) continue ;; esac
   clean "$b" --help > /dev/null || fail "$(basename "$b") --help exited $?"
