@@ -24,6 +24,7 @@ TEST_PACKAGES=(
   debootstrap
   clang libclang-rt-14-dev  # libFuzzer + sanitizers (scripts/fuzz.sh)
   protobuf-compiler python3-protobuf  # real messages: the pipeline spec (tests/pipeline), event files (tests/tensorboard)
+  help2man groff-base bash-completion  # the man pages (cmake/DdpManPages.cmake) and their test, the completion's test (tests/cli)
 )
 PACKAGES=("${DEMO_PACKAGES[@]}")
 [[ ${1:-} == --demo ]] || PACKAGES+=("${TEST_PACKAGES[@]}")

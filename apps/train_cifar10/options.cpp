@@ -22,18 +22,18 @@ std::optional<Options> parse_options(int argc, char** argv) {
   ddp::trainer::add_runtime_flags(cli, "cifar-10-batches-bin/ or cifar-10-batches-py/");
   // Flags are read as strings and converted by util/numbers.h, so a bad value is our ConfigError naming the flag.
   cli.add_options("Data")
-      ("workers", "loader threads per rank (0: assemble batches inline)", cxxopts::value<std::string>()->default_value("1"))
-      ("prefetch", "ready batches queued ahead of the training loop", cxxopts::value<std::string>()->default_value("4"))
+      ("workers", "loader threads per rank (0: assemble batches inline)", cxxopts::value<std::string>()->default_value("1"), "N")
+      ("prefetch", "ready batches queued ahead of the training loop", cxxopts::value<std::string>()->default_value("4"), "N")
       ("no-augment", "train without RandomCrop(32, padding=4) + horizontal flip");
   cli.add_options("Training")
-      ("batch-size", "training batch size per rank", cxxopts::value<std::string>()->default_value("64"))
-      ("test-batch-size", "evaluation batch size", cxxopts::value<std::string>()->default_value("1000"))
-      ("epochs", "epochs to train", cxxopts::value<std::string>()->default_value("10"))
-      ("lr", "SGD learning rate", cxxopts::value<std::string>()->default_value("0.01"))
-      ("momentum", "SGD momentum", cxxopts::value<std::string>()->default_value("0.5"))
-      ("seed", "random seed (model init, shuffling, augmentation)", cxxopts::value<std::string>()->default_value("1"))
-      ("model", "net (the seed's CNN) or resnet18 (CIFAR stem)", cxxopts::value<std::string>()->default_value("net"))
-      ("model-type", "the AWS workshop's name for the model: custom (= --model net)", cxxopts::value<std::string>());
+      ("batch-size", "training batch size per rank", cxxopts::value<std::string>()->default_value("64"), "N")
+      ("test-batch-size", "evaluation batch size", cxxopts::value<std::string>()->default_value("1000"), "N")
+      ("epochs", "epochs to train", cxxopts::value<std::string>()->default_value("10"), "N")
+      ("lr", "SGD learning rate", cxxopts::value<std::string>()->default_value("0.01"), "X")
+      ("momentum", "SGD momentum", cxxopts::value<std::string>()->default_value("0.5"), "X")
+      ("seed", "random seed (model init, shuffling, augmentation)", cxxopts::value<std::string>()->default_value("1"), "N")
+      ("model", "net (the seed's CNN) or resnet18 (CIFAR stem)", cxxopts::value<std::string>()->default_value("net"), "{net|resnet18}")
+      ("model-type", "the AWS workshop's name for the model: custom (= --model net)", cxxopts::value<std::string>(), "{custom}");
   ddp::CheckpointFlags::add_to(cli);
 
   // `train_cifar10 train`: SageMaker's files become the command line (trainer/sagemaker_mode.h).

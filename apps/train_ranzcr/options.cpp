@@ -27,39 +27,39 @@ std::optional<Options> parse_options(int argc, char** argv) {
   ddp::trainer::add_runtime_flags(cli, "train.csv, train/ and test/");
   // Flags are read as strings and converted by util/numbers.h, so a bad value is our ConfigError naming the flag.
   cli.add_options("Data")
-      ("csv", "labels (default DATA_DIR/train.csv)", cxxopts::value<std::string>()->default_value(""))
-      ("image-dir", "training images (default DATA_DIR/train)", cxxopts::value<std::string>()->default_value(""))
-      ("image-size", "square input side in pixels", cxxopts::value<std::string>()->default_value("224"))
-      ("workers", "image decoding threads per rank", cxxopts::value<std::string>()->default_value("2"))
-      ("prefetch", "batches decoded ahead per rank", cxxopts::value<std::string>()->default_value("4"))
+      ("csv", "labels (default DATA_DIR/train.csv)", cxxopts::value<std::string>()->default_value(""), "FILE")
+      ("image-dir", "training images (default DATA_DIR/train)", cxxopts::value<std::string>()->default_value(""), "DIR")
+      ("image-size", "square input side in pixels", cxxopts::value<std::string>()->default_value("224"), "N")
+      ("workers", "image decoding threads per rank", cxxopts::value<std::string>()->default_value("2"), "N")
+      ("prefetch", "batches decoded ahead per rank", cxxopts::value<std::string>()->default_value("4"), "N")
       ("cache-dir", "store resized images here once and read them back (lossless)",
-       cxxopts::value<std::string>()->default_value(""))
+       cxxopts::value<std::string>()->default_value(""), "DIR")
       ("skip-bad-images", "warn about and skip missing or undecodable images instead of failing")
       ("no-augment", "no training augmentation")
-      ("val-fraction", "share of patients for validation", cxxopts::value<std::string>()->default_value("0.2"))
-      ("folds", "K-fold cross-validation by patient (0: use --val-fraction)", cxxopts::value<std::string>()->default_value("0"))
-      ("fold", "validation fold with --folds", cxxopts::value<std::string>()->default_value("0"))
-      ("split-seed", "seed of the patient split", cxxopts::value<std::string>()->default_value("1"));
+      ("val-fraction", "share of patients for validation", cxxopts::value<std::string>()->default_value("0.2"), "X")
+      ("folds", "K-fold cross-validation by patient (0: use --val-fraction)", cxxopts::value<std::string>()->default_value("0"), "N")
+      ("fold", "validation fold with --folds", cxxopts::value<std::string>()->default_value("0"), "N")
+      ("split-seed", "seed of the patient split", cxxopts::value<std::string>()->default_value("1"), "N");
   cli.add_options("Model")
-      ("arch", "resnet18 | resnet34 | resnet50", cxxopts::value<std::string>()->default_value("resnet18"))
-      ("pretrained", "torchvision-converted weights (docs/RANZCR.md)", cxxopts::value<std::string>()->default_value(""))
+      ("arch", "the network, a torchvision ResNet", cxxopts::value<std::string>()->default_value("resnet18"), "{resnet18|resnet34|resnet50}")
+      ("pretrained", "torchvision-converted weights (docs/RANZCR.md)", cxxopts::value<std::string>()->default_value(""), "FILE")
       ("freeze-backbone", "train the head (fc) only");
   cli.add_options("Training")
-      ("epochs", "epochs", cxxopts::value<std::string>()->default_value("10"))
-      ("batch-size", "images per rank per step", cxxopts::value<std::string>()->default_value("32"))
-      ("lr", "Adam learning rate", cxxopts::value<std::string>()->default_value("1e-3"))
-      ("weight-decay", "Adam weight decay (L2, as torch.optim.Adam)", cxxopts::value<std::string>()->default_value("0.1"))
-      ("schedule", "learning-rate schedule: none | cosine | step", cxxopts::value<std::string>()->default_value("none"))
-      ("step-epochs", "--schedule step: epochs between decays", cxxopts::value<std::string>()->default_value("3"))
-      ("step-gamma", "--schedule step: decay factor", cxxopts::value<std::string>()->default_value("0.1"))
-      ("amp", "none | bf16 (bfloat16 autocast, CUDA only)", cxxopts::value<std::string>()->default_value("none"))
-      ("seed", "model initialisation, shuffling and augmentation", cxxopts::value<std::string>()->default_value("0"));
+      ("epochs", "epochs", cxxopts::value<std::string>()->default_value("10"), "N")
+      ("batch-size", "images per rank per step", cxxopts::value<std::string>()->default_value("32"), "N")
+      ("lr", "Adam learning rate", cxxopts::value<std::string>()->default_value("1e-3"), "X")
+      ("weight-decay", "Adam weight decay (L2, as torch.optim.Adam)", cxxopts::value<std::string>()->default_value("0.1"), "X")
+      ("schedule", "learning-rate schedule", cxxopts::value<std::string>()->default_value("none"), "{none|cosine|step}")
+      ("step-epochs", "--schedule step: epochs between decays", cxxopts::value<std::string>()->default_value("3"), "N")
+      ("step-gamma", "--schedule step: decay factor", cxxopts::value<std::string>()->default_value("0.1"), "X")
+      ("amp", "bf16: bfloat16 autocast (CUDA only)", cxxopts::value<std::string>()->default_value("none"), "{none|bf16}")
+      ("seed", "model initialisation, shuffling and augmentation", cxxopts::value<std::string>()->default_value("0"), "N");
   cli.add_options("Prediction")
       ("predict", "write a submission instead of training")
-      ("test-dir", "test images (default DATA_DIR/test)", cxxopts::value<std::string>()->default_value(""))
-      ("out", "submission file", cxxopts::value<std::string>()->default_value("submission.csv"))
+      ("test-dir", "test images (default DATA_DIR/test)", cxxopts::value<std::string>()->default_value(""), "DIR")
+      ("out", "submission file", cxxopts::value<std::string>()->default_value("submission.csv"), "FILE")
       ("weights", "state_dict to predict with (default: newest checkpoint in --checkpoint-dir, else MODEL_DIR/model.pt)",
-       cxxopts::value<std::string>()->default_value(""));
+       cxxopts::value<std::string>()->default_value(""), "FILE");
   ddp::CheckpointFlags::add_to(cli);
 
   // `train_ranzcr train`: SageMaker's files become the command line (trainer/sagemaker_mode.h).

@@ -2,8 +2,8 @@
 // The checkpoint flags every trainer shares, so train_cifar10 and train_ranzcr spell them the same:
 //   --checkpoint-dir DIR     where checkpoints go (empty: none are written)
 //   --checkpoint-every N     also save every N global steps (0: only at epoch ends)
-//   --checkpoint-keep K      keep the newest K checkpoints (0: all)
-//   --resume auto|none|PATH  auto: newest valid checkpoint in DIR, fresh start when there is none
+//   --checkpoint-keep N      keep the newest N checkpoints (0: all)
+//   --resume {auto|none|FILE}  auto: newest valid checkpoint in DIR, fresh start when there is none
 //
 //   cxxopts::Options opts("train_cifar10");
 //   ddp::CheckpointFlags::add_to(opts);
@@ -37,13 +37,13 @@ struct CheckpointFlags {
   static void add_to(cxxopts::Options& options) {
     options.add_options("Checkpoints")
         ("checkpoint-dir", "folder for checkpoints (shared storage with several nodes); empty: none",
-         cxxopts::value<std::string>()->default_value(""))
+         cxxopts::value<std::string>()->default_value(""), "DIR")
         ("checkpoint-every", "also checkpoint every N optimizer steps (0: only at epoch ends)",
-         cxxopts::value<std::string>()->default_value("0"))
-        ("checkpoint-keep", "keep the newest K checkpoints (0: all)",
-         cxxopts::value<std::string>()->default_value("3"))
+         cxxopts::value<std::string>()->default_value("0"), "N")
+        ("checkpoint-keep", "keep the newest N checkpoints (0: all)",
+         cxxopts::value<std::string>()->default_value("3"), "N")
         ("resume", "auto (newest valid checkpoint in --checkpoint-dir, else a fresh start), none, or a file",
-         cxxopts::value<std::string>()->default_value("auto"));
+         cxxopts::value<std::string>()->default_value("auto"), "{auto|none|FILE}");
   }
 
   /// Reads and validates the flags registered by add_to(). ConfigError naming a bad flag.

@@ -20,27 +20,27 @@ void add_runtime_flags(cxxopts::Options& cli, const std::string& data_dir_holds)
   // Values are read as strings and converted by util/numbers.h, so a bad one is our ConfigError.
   cli.add_options("Data")
       ("data-dir", "folder holding " + data_dir_holds + " (default: $SM_CHANNEL_TRAIN, $SM_CHANNEL_TRAINING)",
-       cxxopts::value<std::string>())
-      ("model-dir", "where rank 0 writes model.pt (default: $SM_MODEL_DIR, else ./model)", cxxopts::value<std::string>());
+       cxxopts::value<std::string>(), "DIR")
+      ("model-dir", "where rank 0 writes model.pt (default: $SM_MODEL_DIR, else ./model)", cxxopts::value<std::string>(), "DIR");
   cli.add_options("Runtime")
-      ("backend", "auto, gloo or nccl", cxxopts::value<std::string>()->default_value("auto"))
-      ("device", "auto (cuda:LOCAL_RANK when usable, else cpu), cpu or cuda", cxxopts::value<std::string>()->default_value("auto"))
+      ("backend", "auto, gloo or nccl", cxxopts::value<std::string>()->default_value("auto"), "{auto|gloo|nccl}")
+      ("device", "auto (cuda:LOCAL_RANK when usable, else cpu), cpu or cuda", cxxopts::value<std::string>()->default_value("auto"), "{auto|cpu|cuda}")
       ("threads", "intra-op threads per rank (0: $OMP_NUM_THREADS if set, else usable CPUs / ranks on this node)",
-       cxxopts::value<std::string>()->default_value("0"))
-      ("progress", "auto (a bar on a terminal, plain lines otherwise), bar or plain", cxxopts::value<std::string>()->default_value("auto"))
-      ("log-interval", "plain progress lines and JSON train records every N steps", cxxopts::value<std::string>()->default_value("10"))
-      ("max-steps", "stop after N optimizer steps, evaluate and save (0: no limit)", cxxopts::value<std::string>()->default_value("0"))
+       cxxopts::value<std::string>()->default_value("0"), "N")
+      ("progress", "auto (a bar on a terminal, plain lines otherwise), bar or plain", cxxopts::value<std::string>()->default_value("auto"), "{auto|bar|plain}")
+      ("log-interval", "plain progress lines and JSON train records every N steps", cxxopts::value<std::string>()->default_value("10"), "N")
+      ("max-steps", "stop after N optimizer steps, evaluate and save (0: no limit)", cxxopts::value<std::string>()->default_value("0"), "N")
       ("timeout", "seconds a collective, the rendezvous or a store call may wait before the rank exits 201 "
                   "(0: the backend's default, Gloo 30 min, NCCL 10 min)",
-       cxxopts::value<std::string>()->default_value("0"))
+       cxxopts::value<std::string>()->default_value("0"), "SECONDS")
       ("metrics-file", "rank 0 appends JSON lines (train intervals, evaluations, a summary) here",
-       cxxopts::value<std::string>()->default_value(""))
+       cxxopts::value<std::string>()->default_value(""), "FILE")
       ("katib-metrics-file", "rank 0 appends each evaluation's metrics here as the JSON lines Katib's File "
                              "collector reads (format JSON: string values, a timestamp)",
-       cxxopts::value<std::string>()->default_value(""))
+       cxxopts::value<std::string>()->default_value(""), "FILE")
       ("tensorboard-dir", "rank 0 writes TensorBoard event files (losses, accuracy or AUC, learning rate, "
                           "images/s) here, continuing across resumes",
-       cxxopts::value<std::string>()->default_value(""));
+       cxxopts::value<std::string>()->default_value(""), "DIR");
 }
 
 RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args, const std::map<std::string, std::string>& env) {

@@ -38,6 +38,32 @@ std::string name_bad_value(const std::string& message, int argc, const char* con
   return message;
 }
 
+// cxxopts writes "DESCRIPTION\nUsage:\n  PROGRAM [OPTION...]\n\n Group options:\n ...". help2man makes
+// the man page's SYNOPSIS from a "Usage: PROGRAM ..." line and a subsection from a heading that
+// starts its line, so the usage line comes first, on one line, and the headings lose their space
+// (ddprun's hand-written --help has the same shape).
+std::string man_page_shaped(const std::string& help, const std::string& program) {
+  const std::string usage = "\nUsage:\n  " + program;
+  const size_t at = help.find(usage);
+  const size_t options = at == std::string::npos ? at : help.find("\n\n", at + usage.size());
+  if (options == std::string::npos) return help;  // another cxxopts layout: leave it as it is
+  std::string out = "Usage: " + help.substr(at + usage.size() - program.size(), options - (at + usage.size() - program.size())) +
+                    "\n\n" + help.substr(0, at) + "\n";
+  size_t line = options + 1;
+  while (line < help.size()) {
+    size_t end = help.find('\n', line);
+    if (end == std::string::npos) end = help.size();
+    std::string text = help.substr(line, end - line);
+    const std::string heading_end = " options:";
+    if (text.size() > 1 && text[0] == ' ' && text[1] != ' ' && text.size() >= heading_end.size() &&
+        text.compare(text.size() - heading_end.size(), heading_end.size(), heading_end) == 0)
+      text.erase(0, 1);
+    out += text + (end < help.size() ? "\n" : "");
+    line = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& cli, int argc, const char* const* argv,
@@ -57,7 +83,7 @@ std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& cli, in
     throw ConfigError(program + ": " + e.what() + " (see --help)");
   }
   if (args.count("help")) {
-    std::cout << cli.help(rules.help_groups()) << "\n";
+    std::cout << man_page_shaped(cli.help(rules.help_groups()), program) << "\n";
     if (rules.epilogue()) std::cout << help_epilogue(*rules.epilogue());
     std::cout << std::flush;
     return std::nullopt;

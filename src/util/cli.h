@@ -4,9 +4,15 @@
 // and exit codes), and a bad command line is a ConfigError "<program>: ..." (exit 2).
 //
 //   cxxopts::Options cli("make_cifar10_synthetic", "Write a synthetic CIFAR-10 ...");
-//   cli.add_options()("out", "output folder", cxxopts::value<std::string>());
+//   cli.add_options()("out", "output folder", cxxopts::value<std::string>(), "DIR");
 //   auto args = ddp::util::parse_command_line(cli, argc, argv, ddp::util::CommandLineRules().required({"out"}));
 //   if (!args) return 0;  // --help or --version was printed
+//
+// Every option that takes a value names it (cxxopts' 4th argument, else --help shows "arg"), from
+// one vocabulary that the man pages show and the bash completion (tools/bash_completion/ddp.bash)
+// completes by: N an integer, X a real number, SECONDS a duration, FILE a file, DIR a folder,
+// HOST, PORT, HOST:PORT, NAME an identifier, LIST a comma-separated list, {a|b|c} one of these
+// words (an upper-case word among them is one of the names above: {auto|none|FILE}).
 #include <torch/arg.h>
 #include <cxxopts.hpp>
 

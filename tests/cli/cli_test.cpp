@@ -4,6 +4,8 @@
 #include <torch/version.h>
 
 #include <chrono>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -83,5 +85,44 @@ TEST(Cli, HelpListsEnvironmentAndExitCodes) {
     for (const char* part : {"--version", "RANK", "WORLD_SIZE", "MASTER_ADDR", "DDP_LOG_LEVEL", "exit codes", "\n  2 ",
                              "\n  143 ", "\n  200 ", "\n  201 ", "\n  202 "})
       EXPECT_NE(help.output.find(part), std::string::npos) << p.name << " --help lacks '" << part << "':\n" << help.output;
+  }
+}
+
+// Every option that takes a value says what the value is, in the vocabulary of src/util/cli.h that
+// the man pages show and the bash completion completes by: cxxopts' "arg" and ddprun's old "V" said
+// nothing.
+TEST(Cli, EveryValueHasANameFromTheVocabulary) {
+  const auto programs = built_programs();
+  if (programs.empty()) GTEST_SKIP() << "no binaries built (DDP_BUILD_APPS=OFF)";
+  // An option row: "  -n, --images N    ..." or "      --out DIR" (a description starts further right).
+  const std::regex row(R"(^(  -[A-Za-z0-9], |      )--([A-Za-z0-9][A-Za-z0-9_-]*)( ([^ ]+))?( {2,}|$))");
+  const std::regex vocabulary(R"(N|X|SECONDS|FILE|DIR|HOST|PORT|HOST:PORT|NAME|LIST|N\[:N\]|\{[A-Za-z0-9]+(\|[A-Za-z0-9]+)*\})");
+  for (const auto& p : programs) {
+    Outcome help = run(p, "--help", /*stdout_only=*/true);
+    ASSERT_EQ(help.status, 0) << p.name;
+    std::istringstream lines(help.output);
+    std::string line;
+    int with_value = 0;
+    while (std::getline(lines, line)) {
+      std::smatch m;
+      if (!std::regex_search(line, m, row) || !m[4].matched) continue;
+      ++with_value;
+      const std::string name = m[4];
+      EXPECT_NE(name, "arg") << p.name << " --" << m[2] << ": cxxopts' placeholder, give the option a value name";
+      EXPECT_NE(name, "V") << p.name << " --" << m[2] << ": a placeholder, give the option a value name";
+      EXPECT_TRUE(std::regex_match(name, vocabulary))
+          << p.name << " --" << m[2] << " " << name << ": not a value name of src/util/cli.h";
+    }
+    EXPECT_GT(with_value, 0) << p.name << " --help lists no option with a value:\n" << help.output;
+  }
+}
+
+// help2man builds the man page's SYNOPSIS from a "Usage: PROGRAM ..." line at the top.
+TEST(Cli, HelpStartsWithAUsageLine) {
+  const auto programs = built_programs();
+  if (programs.empty()) GTEST_SKIP() << "no binaries built (DDP_BUILD_APPS=OFF)";
+  for (const auto& p : programs) {
+    Outcome help = run(p, "--help", /*stdout_only=*/true);
+    EXPECT_EQ(help.output.rfind("Usage: " + p.name + " [OPTION...]", 0), 0u) << p.name << ":\n" << help.output;
   }
 }

@@ -54,10 +54,11 @@ TEXT_FLAGS = {"data-dir", "model-dir", "csv", "image-dir", "cache-dir", "pretrai
 
 
 def value_flags(binary):
-    """The long flags that take a value, as --help lists them (cxxopts 'arg' or ddprun's 'V')."""
+    """The long flags that take a value, as --help lists them: an option row ("      --flag" or
+    "  -f, --flag", descriptions start further right) with a value name after the flag."""
     out = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=TIMEOUT)
     text = out.stdout + out.stderr
-    flags = re.findall(r"^\s+(?:-\w, )?--([a-z0-9-]+) (?:arg|V)\b", text, re.M)
+    flags = re.findall(r"^(?:  -\w, |      )--([a-z0-9-]+) [^ ]", text, re.M)
     if not flags:
         raise SystemExit(f"{binary} --help lists no flag with a value:\n{text}")
     return sorted(set(flags))

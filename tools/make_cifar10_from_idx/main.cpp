@@ -58,22 +58,28 @@ int main(int argc, char** argv) {
     cxxopts::Options cli("make_cifar10_from_idx",
                          "Write MNIST-style IDX images (default: Fashion-MNIST from Debian's dataset-fashion-mnist) "
                          "in the CIFAR-10 binary (cifar-10-batches-bin/) and/or Python (cifar-10-batches-py/) layout.");
-    std::string default_names;
-    for (const auto& n : ddp::data::cifar::fashion_mnist_class_names()) default_names += (default_names.empty() ? "" : ",") + n;
+    // The default is spelled out in the description with a space after each comma, not given as
+    // cxxopts' default_value: one 90-character word cannot be broken onto lines of the man page.
+    std::string default_names, shown_names;
+    for (const auto& n : ddp::data::cifar::fashion_mnist_class_names()) {
+      default_names += (default_names.empty() ? "" : ",") + n;
+      shown_names += (shown_names.empty() ? "" : ", ") + n;
+    }
     cli.add_options()
-        ("source", "folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]", cxxopts::value<std::string>()->default_value(kDefaultSource))
-        ("out", "output folder (created if missing)", cxxopts::value<std::string>())
-        ("layout", "bin, py or both", cxxopts::value<std::string>()->default_value("both"))
-        ("train", "keep the first N training images, a multiple of 5 (0: all)", cxxopts::value<int64_t>()->default_value("0"))
-        ("test", "keep the first N test images (0: all)", cxxopts::value<int64_t>()->default_value("0"))
-        ("class-names", "the 10 class names, comma-separated, in label order", cxxopts::value<std::string>()->default_value(default_names));
+        ("source", "folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]", cxxopts::value<std::string>()->default_value(kDefaultSource), "DIR")
+        ("out", "output folder (created if missing)", cxxopts::value<std::string>(), "DIR")
+        ("layout", "bin, py or both", cxxopts::value<std::string>()->default_value("both"), "{bin|py|both}")
+        ("train", "keep the first N training images, a multiple of 5 (0: all)", cxxopts::value<int64_t>()->default_value("0"), "N")
+        ("test", "keep the first N test images (0: all)", cxxopts::value<int64_t>()->default_value("0"), "N")
+        ("class-names", "the 10 class names, comma-separated, in label order (default: Fashion-MNIST's, " + shown_names + ")",
+         cxxopts::value<std::string>(), "LIST");
     const auto parsed = ddp::util::parse_command_line(cli, argc, argv, ddp::util::CommandLineRules().required({"out"}));
     if (!parsed) return 0;
     const cxxopts::ParseResult& args = *parsed;
     const std::string layout = args["layout"].as<std::string>();
     if (layout != "bin" && layout != "py" && layout != "both")
       throw ddp::ConfigError("make_cifar10_from_idx: --layout must be bin, py or both, got '" + layout + "'");
-    const std::vector<std::string> names = split_names(args["class-names"].as<std::string>());
+    const std::vector<std::string> names = split_names(args.count("class-names") ? args["class-names"].as<std::string>() : default_names);
     const int64_t train_limit = non_negative(args, "train"), test_limit = non_negative(args, "test");
 
     const std::string source = args["source"].as<std::string>();

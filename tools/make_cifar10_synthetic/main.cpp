@@ -16,13 +16,13 @@ int main(int argc, char** argv) {
                          "Write a learnable synthetic CIFAR-10 (class-dependent colour + stripes + noise) in the "
                          "binary (cifar-10-batches-bin/) and/or Python (cifar-10-batches-py/) layout.");
     cli.add_options()
-        ("out", "output directory (created if missing)", cxxopts::value<std::string>())
-        ("train", "training images, a multiple of 5 (split over data_batch_1..5)", cxxopts::value<int64_t>()->default_value("50000"))
-        ("test", "test images", cxxopts::value<int64_t>()->default_value("10000"))
-        ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("0"))
-        ("layout", "bin, py or both", cxxopts::value<std::string>()->default_value("both"))
-        ("signal", "class signal strength in [0, 1] (1: easy; 0.15: harder)", cxxopts::value<double>()->default_value("1"))
-        ("noise", "per-pixel noise standard deviation (0-255 scale)", cxxopts::value<double>()->default_value("25"));
+        ("out", "output directory (created if missing)", cxxopts::value<std::string>(), "DIR")
+        ("train", "training images, a multiple of 5 (split over data_batch_1..5)", cxxopts::value<int64_t>()->default_value("50000"), "N")
+        ("test", "test images", cxxopts::value<int64_t>()->default_value("10000"), "N")
+        ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("0"), "N")
+        ("layout", "bin, py or both", cxxopts::value<std::string>()->default_value("both"), "{bin|py|both}")
+        ("signal", "class signal strength in [0, 1] (1: easy; 0.15: harder)", cxxopts::value<double>()->default_value("1"), "X")
+        ("noise", "per-pixel noise standard deviation (0-255 scale)", cxxopts::value<double>()->default_value("25"), "X");
     const auto parsed = ddp::util::parse_command_line(cli, argc, argv, ddp::util::CommandLineRules().required({"out"}));
     if (!parsed) return 0;
     const cxxopts::ParseResult& args = *parsed;

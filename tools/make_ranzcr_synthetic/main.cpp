@@ -19,14 +19,14 @@ int main(int argc, char** argv) {
     cxxopts::Options cli("make_ranzcr_synthetic",
                          "Synthetic RANZCR CLiP data: train.csv, train/<uid>.jpg, test/<uid>.jpg, test_labels.csv");
     cli.add_options()
-        ("out", "output folder", cxxopts::value<std::string>())
-        ("n,images", "training images (--n, -n or --images)", cxxopts::value<int64_t>()->default_value("200"))
-        ("n-test", "test images (test/ and test_labels.csv)", cxxopts::value<int64_t>()->default_value("0"))
-        ("size", "image side in pixels", cxxopts::value<int>()->default_value("256"))
-        ("patients", "distinct PatientIDs (0: n / 3)", cxxopts::value<int64_t>()->default_value("0"))
-        ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("0"))
-        ("quality", "JPEG quality", cxxopts::value<int>()->default_value("90"))
-        ("threads", "encoding threads (0: all cores)", cxxopts::value<int>()->default_value("0"));
+        ("out", "output folder", cxxopts::value<std::string>(), "DIR")
+        ("n,images", "training images (--n, -n or --images)", cxxopts::value<int64_t>()->default_value("200"), "N")
+        ("n-test", "test images (test/ and test_labels.csv)", cxxopts::value<int64_t>()->default_value("0"), "N")
+        ("size", "image side in pixels", cxxopts::value<int>()->default_value("256"), "N")
+        ("patients", "distinct PatientIDs (0: n / 3)", cxxopts::value<int64_t>()->default_value("0"), "N")
+        ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("0"), "N")
+        ("quality", "JPEG quality", cxxopts::value<int>()->default_value("90"), "N")
+        ("threads", "encoding threads (0: all cores)", cxxopts::value<int>()->default_value("0"), "N");
     // cxxopts wants long names of two letters or more: spell --n as --images.
     std::vector<std::string> words(argv, argv + argc);
     for (auto& w : words) {

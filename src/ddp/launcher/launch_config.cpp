@@ -2,6 +2,7 @@
 
 #include <ddp/errors.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -23,36 +24,46 @@ enum class Kind { kValue, kBool, kIgnored };
 struct FlagSpec {
   const char* name;  // canonical, dashes
   Kind kind;
+  // What the value is, as --help, the man page and the bash completion show it (util/cli.h lists
+  // the names); empty for a switch.
+  const char* value_name;
   const char* help;
 };
 
 // torchrun's flags we take (underscore spellings are accepted too), plus ours marked (ddprun).
 const std::vector<FlagSpec>& flag_specs() {
   static const std::vector<FlagSpec> specs = {
-      {"nproc-per-node", Kind::kValue, "workers on this node: N, auto (GPUs, else CPUs), gpu or cpu [1]"},
-      {"nnodes", Kind::kValue, "number of nodes (N or N:N) [1]"},
-      {"node-rank", Kind::kValue, "this node's index [PET_NODE_RANK, JOB_COMPLETION_INDEX, RANK, 0]"},
-      {"master-addr", Kind::kValue, "node 0's address; it hosts the store there [MASTER_ADDR, 127.0.0.1]"},
-      {"master-port", Kind::kValue, "the store's port on node 0 [MASTER_PORT, 29500]"},
-      {"standalone", Kind::kBool, "one node, store on a free local port"},
-      {"max-restarts", Kind::kValue, "restarts of the worker group after a retryable failure [0]"},
-      {"monitor-interval", Kind::kValue, "seconds between checks of workers and other nodes [0.1]"},
-      {"grace-period", Kind::kValue, "(ddprun) seconds between SIGTERM and SIGKILL when stopping workers [30]"},
-      {"join-timeout", Kind::kValue, "(ddprun) seconds to wait for node 0's store and the other nodes [900]"},
-      {"store-timeout", Kind::kValue, "(ddprun) seconds one store request may take once joined; then exit 201 [30]"},
-      {"run-id", Kind::kValue, "job id: TORCHELASTIC_RUN_ID and the --log-dir subfolder [made up by node 0]"},
-      {"role", Kind::kValue, "worker role name (ROLE_NAME) [default]"},
-      {"log-dir", Kind::kValue, "write <log-dir>/<run-id>/attempt_<n>/<rank>/{stdout,stderr}.log"},
-      {"tee", Kind::kValue, "accepted as torchrun's (0-3 or 'local_rank:v,...'): with --log-dir every stream is teed"},
-      {"redirects", Kind::kValue, "streams kept off the console (files only): 0 none 1 out 2 err 3 both, or 'lr:v,...'"},
-      {"no-python", Kind::kBool, "accepted for torchrun compatibility (ddprun always runs the program itself)"},
-      {"start-method", Kind::kIgnored, "accepted for torchrun compatibility (spawn, fork, forkserver)"},
-      {"rdzv-backend", Kind::kValue, "static or c10d: both mean a fixed set of nodes around node 0's store"},
-      {"rdzv-endpoint", Kind::kValue, "host:port, taken as --master-addr/--master-port when those are unset"},
-      {"rdzv-id", Kind::kValue, "taken as --run-id when that is unset"},
-      {"rdzv-conf", Kind::kIgnored, "accepted for torchrun compatibility, no effect"},
+      {"nproc-per-node", Kind::kValue, "{N|auto|gpu|cpu}", "workers on this node: N, auto (GPUs, else CPUs), gpu or cpu [1]"},
+      {"nnodes", Kind::kValue, "N[:N]", "number of nodes (N or N:N) [1]"},
+      {"node-rank", Kind::kValue, "N", "this node's index [PET_NODE_RANK, JOB_COMPLETION_INDEX, RANK, 0]"},
+      {"master-addr", Kind::kValue, "HOST", "node 0's address; it hosts the store there [MASTER_ADDR, 127.0.0.1]"},
+      {"master-port", Kind::kValue, "PORT", "the store's port on node 0 [MASTER_PORT, 29500]"},
+      {"standalone", Kind::kBool, "", "one node, store on a free local port"},
+      {"max-restarts", Kind::kValue, "N", "restarts of the worker group after a retryable failure [0]"},
+      {"monitor-interval", Kind::kValue, "SECONDS", "seconds between checks of workers and other nodes [0.1]"},
+      {"grace-period", Kind::kValue, "SECONDS", "(ddprun) seconds between SIGTERM and SIGKILL when stopping workers [30]"},
+      {"join-timeout", Kind::kValue, "SECONDS", "(ddprun) seconds to wait for node 0's store and the other nodes [900]"},
+      {"store-timeout", Kind::kValue, "SECONDS", "(ddprun) seconds one store request may take once joined; then exit 201 [30]"},
+      {"run-id", Kind::kValue, "NAME", "job id: TORCHELASTIC_RUN_ID and the --log-dir subfolder [made up by node 0]"},
+      {"role", Kind::kValue, "NAME", "worker role name (ROLE_NAME) [default]"},
+      {"log-dir", Kind::kValue, "DIR", "write <log-dir>/<run-id>/attempt_<n>/<rank>/{stdout,stderr}.log"},
+      {"tee", Kind::kValue, "{0|1|2|3|LIST}", "accepted as torchrun's (0-3 or 'local_rank:v,...'): with --log-dir every stream is teed"},
+      {"redirects", Kind::kValue, "{0|1|2|3|LIST}", "streams kept off the console (files only): 0 none 1 out 2 err 3 both, or 'lr:v,...'"},
+      {"no-python", Kind::kBool, "", "accepted for torchrun compatibility (ddprun always runs the program itself)"},
+      {"start-method", Kind::kIgnored, "{spawn|fork|forkserver}", "accepted for torchrun compatibility (spawn, fork, forkserver)"},
+      {"rdzv-backend", Kind::kValue, "{static|c10d}", "static or c10d: both mean a fixed set of nodes around node 0's store"},
+      {"rdzv-endpoint", Kind::kValue, "HOST:PORT", "host:port, taken as --master-addr/--master-port when those are unset"},
+      {"rdzv-id", Kind::kValue, "NAME", "taken as --run-id when that is unset"},
+      {"rdzv-conf", Kind::kIgnored, "LIST", "accepted for torchrun compatibility, no effect"},
   };
   return specs;
+}
+
+// torchrun's one-letter spellings: "-r" for --redirects, "-t" for --tee; nullptr for the others.
+const char* short_spelling(const std::string& name) {
+  if (name == "redirects") return "-r";
+  if (name == "tee") return "-t";
+  return nullptr;
 }
 
 const FlagSpec* find_flag(const std::string& name) {
@@ -180,8 +191,8 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
       throw ConfigError(util::printable(arg) + ": ddprun runs programs, not python modules");
     std::string name, value;
     bool has_value = false;
-    if (arg == "-r" || arg == "-t") {
-      name = arg == "-r" ? "redirects" : "tee";
+    if (arg == short_spelling("redirects") || arg == short_spelling("tee")) {
+      name = arg == short_spelling("redirects") ? "redirects" : "tee";
     } else if (arg.compare(0, 2, "--") == 0) {
       name = arg.substr(2);
       auto eq = name.find('=');
@@ -328,20 +339,36 @@ std::string LaunchConfig::describe() const {
 }
 
 std::string launch_usage() {
+  // Options as cxxopts lays out the other binaries' (a value name after the flag, descriptions in
+  // one column, a flag too long for it on a line of its own), so help2man and the completion read
+  // every binary's --help alike.
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const auto& f : flag_specs()) {
+    const char* short_name = short_spelling(f.name);
+    rows.emplace_back((short_name ? std::string("  ") + short_name + ", --" : std::string("      --")) + f.name +
+                          (f.kind == Kind::kBool ? "" : std::string(" ") + f.value_name),
+                      f.help);
+  }
+  rows.emplace_back("      --version", "print ddprun's version and exit");
+  rows.emplace_back("  -h, --help", "this text");
+  constexpr size_t kWidest = 30;
+  size_t column = 0;
+  for (const auto& [left, help] : rows) column = std::max(column, std::min(left.size(), kWidest));
+  column += 2;
   std::ostringstream s;
-  s << "usage: ddprun [options] [--] program [args...]\n\n"
-       "Starts --nproc-per-node copies of program with torchrun's environment (RANK, LOCAL_RANK,\n"
+  s << "Usage: ddprun [OPTION...] [--] PROGRAM [ARG...]\n\n"
+       "Starts --nproc-per-node copies of PROGRAM with torchrun's environment (RANK, LOCAL_RANK,\n"
        "WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_*), prefixes their output with the rank,\n"
        "restarts them together after a retryable failure (exit >= 128) and returns the failing\n"
        "worker's exit code. Every option can also come from PET_<OPTION> (e.g. PET_NNODES).\n\n"
-       "options:\n";
-  for (const auto& f : flag_specs()) {
-    std::string left = std::string("  --") + f.name + (f.kind == Kind::kBool ? "" : " V");
-    s << left << std::string(left.size() < 24 ? 24 - left.size() : 1, ' ') << f.help << "\n";
+       "Options:\n";
+  for (const auto& [left, help] : rows) {
+    s << left;
+    if (left.size() + 2 > column) s << "\n" << std::string(column, ' ');
+    else s << std::string(column - left.size(), ' ');
+    s << help << "\n";
   }
-  s << "  --version               print ddprun's version and exit\n"
-       "  -h, --help              this text\n\n"
-    << util::help_epilogue(util::HelpFor::kLauncher);
+  s << "\n" << util::help_epilogue(util::HelpFor::kLauncher);
   return s.str();
 }
 
