@@ -65,7 +65,8 @@ class Trainer {
                       .metrics_file(o.runtime.metrics_file())
                       .tensorboard_dir(o.runtime.tensorboard_dir())
                       .katib_metrics_file(o.runtime.katib_metrics_file())
-                      .progress(o.runtime.progress())),
+                      .progress(o.runtime.progress())
+                      .max_steps(o.runtime.max_steps())),
         checkpointer_(o.checkpoint.options(), pg_) {}
 
   /// Resume, the epoch loop, the final save. The exit code.

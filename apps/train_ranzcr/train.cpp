@@ -292,6 +292,7 @@ class Trainer {
                                        .tensorboard_dir(o_.runtime.tensorboard_dir())
                                        .katib_metrics_file(o_.runtime.katib_metrics_file())
                                        .count(ddp::trainer::ProgressCount::kSteps)
+                                       .max_steps(o_.runtime.max_steps())
                                        .rate_decimals(1)};
   ddp::StopVote stop_{pg_};
 };

@@ -3,6 +3,7 @@
 #include <ddp/checkpoint.h>
 #include <ddp/logging.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -24,11 +25,19 @@ TrainPoint train_point(const ddp::TrainingProgress& progress, int64_t epochs, in
   return p;
 }
 
+int64_t steps_left(const TrainPoint& p, int64_t max_steps) {
+  int64_t left = (p.steps_in_epoch - p.step_in_epoch) + (p.epochs - p.epoch) * p.steps_in_epoch;
+  if (max_steps > 0) left = std::min(left, max_steps - p.global_step);
+  return std::max<int64_t>(0, left);
+}
+
 // Disabled ranks open no metrics file and never draw.
 Reporter::Reporter(const ReporterOptions& options)
     : enabled_(options.enabled()),
       count_(options.count()),
       rate_decimals_(options.rate_decimals()),
+      max_steps_(options.max_steps()),
+      eta_(options.clock()),
       progress_(enabled_ ? options.progress() : "plain"),
       metrics_(enabled_ ? options.metrics_file() : ""),
       katib_(enabled_ ? options.katib_metrics_file() : "", "--katib-metrics-file") {
@@ -39,6 +48,7 @@ Reporter::Reporter(const ReporterOptions& options)
 Reporter::~Reporter() = default;
 
 void Reporter::start(int64_t global_step) {
+  eta_.start();
   if (tensorboard_) tensorboard_->start(global_step);
 }
 
@@ -48,24 +58,30 @@ void Reporter::train_interval(const TrainPoint& p) {
   const int64_t done = samples ? p.samples_in_epoch : p.step_in_epoch;
   const int64_t total = samples ? p.samples_per_epoch : p.steps_in_epoch;
   const double fraction = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
-  char text[256];
+  const RunTime time = eta_.at(p.global_step, steps_left(p, max_steps_));
+  const std::string elapsed = format_duration(time.elapsed_s);
+  const std::string eta = time.eta_s ? format_duration(*time.eta_s) : "?";
+  char text[320];
   if (progress_.bar()) {
-    std::snprintf(text, sizeof text, "epoch %lld/%lld %s %5.1f%% step %lld/%lld loss %.4f %.*f images/s  ",
+    std::snprintf(text, sizeof text,
+                  "epoch %lld/%lld %s %5.1f%% step %lld/%lld loss %.4f %.*f images/s elapsed %s eta %s  ",
                   static_cast<long long>(p.epoch), static_cast<long long>(p.epochs), bar_cells(fraction).c_str(),
                   100.0 * fraction, static_cast<long long>(p.step_in_epoch), static_cast<long long>(p.steps_in_epoch),
-                  p.loss, rate_decimals_, p.images_per_sec);
+                  p.loss, rate_decimals_, p.images_per_sec, elapsed.c_str(), eta.c_str());
     progress_.redraw(text);
   } else {
     // Through the logger: timestamped and ranked like every other line.
-    std::snprintf(text, sizeof text, "Train Epoch: %lld [%lld/%lld (%.0f%%)] Loss: %.6f (%.*f images/s)",
+    std::snprintf(text, sizeof text,
+                  "Train Epoch: %lld [%lld/%lld (%.0f%%)] Loss: %.6f (%.*f images/s) elapsed %s eta %s",
                   static_cast<long long>(p.epoch), static_cast<long long>(done), static_cast<long long>(total),
-                  100.0 * fraction, p.loss, rate_decimals_, p.images_per_sec);
+                  100.0 * fraction, p.loss, rate_decimals_, p.images_per_sec, elapsed.c_str(), eta.c_str());
     DDP_LOG(INFO) << text;
   }
   if (metrics_.enabled()) {
     JsonRecord r;
     r.string("type", "train").integer("step", p.global_step).integer("epoch", p.epoch).number("train_loss", p.loss);
-    metrics_.append(r.number("images_per_sec", p.images_per_sec).str());
+    r.number("images_per_sec", p.images_per_sec).number("elapsed_s", time.elapsed_s).number("eta_s", time.eta_s);
+    metrics_.append(r.str());
   }
   if (tensorboard_) {
     tensorboard_->scalars(p.global_step, {{"train/loss", static_cast<float>(p.loss)},

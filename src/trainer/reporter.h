@@ -1,14 +1,15 @@
 #pragma once
 // What rank 0 of a trainer tells the world, one way for every trainer:
 //   - progress: a bar redrawn on a terminal (stderr), or plain logged lines
-//       Train Epoch: 1 [640/25000 (3%)] Loss: 2.301000 (4100 images/s)
-//     at every train interval point;
+//       Train Epoch: 1 [640/25000 (3%)] Loss: 2.301000 (4100 images/s) elapsed 1:23 eta 4:56
+//     at every train interval point: the wall time of this process's training and the time to the
+//     run's last step (run_eta.h: which rate, why a resume restarts elapsed; "eta ?" until known);
 //   - after every evaluation, the metric line on stdout, after the task's own log lines:
 //       2026-12-01T23:16:11.123Z epoch=3 eval_loss=0.512000 accuracy=0.873000 images_per_sec=4100.0
 //     an RFC 3339 timestamp first (Katib's StdOut collector takes a line's time from its first word),
 //     then name=value pairs (Katib's default filter); the names are docs/KUBEFLOW.md's vocabulary;
-//   - --metrics-file: JSON lines {"type":"train",...} per interval point, {"type":"eval",...} per
-//     evaluation, {"type":"summary",...} at the end;
+//   - --metrics-file: JSON lines {"type":"train",...,"elapsed_s":83.2,"eta_s":296.1} per interval point
+//     (eta_s null while unknown), {"type":"eval",...} per evaluation, {"type":"summary",...} at the end;
 //   - --katib-metrics-file: per evaluation, the metric line as the JSON object Katib's File collector
 //     (format JSON) reads: {"timestamp":"<RFC 3339>","epoch":"3","eval_loss":"0.512000",...}, values
 //     as strings. A non-finite value is left off both (Katib reads only numbers) and logged (WARN);
@@ -19,7 +20,7 @@
 // a disabled Reporter; every call is then a no-op.
 //
 //   Reporter reporter(ReporterOptions().enabled(rank0).progress("auto").metrics_file(path).katib_metrics_file(k));
-//   reporter.start(progress.global_step);  // after resuming (0: fresh); before the first point
+//   reporter.start(progress.global_step);  // after resuming (0: fresh); before the first point; starts elapsed
 //   reporter.train_interval(point);       // every --log-interval steps and at the epoch's last step
 //   reporter.evaluation(eval_point);      // every epoch end
 //   reporter.summary(JsonRecord().integer("steps", 1200));
@@ -34,6 +35,7 @@
 #include "trainer/json_record.h"
 #include "trainer/metrics_file.h"
 #include "trainer/progress_line.h"
+#include "trainer/run_eta.h"
 
 namespace ddp {
 struct TrainingProgress;
@@ -61,6 +63,11 @@ struct ReporterOptions {
   TORCH_ARG(int, rate_decimals) = 0;
   /// TensorBoard event files here (tensorboard_writer.h); empty: none.
   TORCH_ARG(std::string, tensorboard_dir);
+  /// --max-steps: the run ends at this global step (0: after the last epoch); the ETA counts to it.
+  TORCH_ARG(int64_t, max_steps) = 0;
+  /// Seconds on a monotonic clock for elapsed and ETA (run_eta.h); empty: the steady clock. Tests
+  /// pass a fake one.
+  TORCH_ARG(RunEta::Clock, clock);
 };
 
 /// Training since the previous point.
@@ -81,6 +88,11 @@ struct TrainPoint {
 /// for a run of `epochs` epochs of `steps_in_epoch` steps and `samples_per_epoch` of this rank's samples.
 TrainPoint train_point(const ddp::TrainingProgress& progress, int64_t epochs, int64_t steps_in_epoch,
                        int64_t samples_per_epoch);
+
+/// Optimizer steps from `p` to the run's end: the rest of this epoch and the epochs after it, or fewer
+/// when --max-steps (`max_steps` > 0) ends the run sooner. Counted from the epoch shape, not from
+/// epochs * steps_in_epoch - global_step, which a resume with another world size would break.
+int64_t steps_left(const TrainPoint& p, int64_t max_steps);
 
 /// One value of the metric line: " name=<value formatted with `format`>" (a name of the vocabulary in
 /// docs/KUBEFLOW.md), and the same text as a string in the Katib file.
@@ -116,6 +128,8 @@ class Reporter {
   bool enabled_;
   ProgressCount count_;
   int rate_decimals_;
+  int64_t max_steps_;
+  RunEta eta_;
   ProgressLine progress_;
   MetricsFile metrics_;
   std::unique_ptr<tensorboard::EventFileWriter> tensorboard_;

@@ -12,9 +12,12 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -334,6 +337,40 @@ TEST(RanzcrCache, StoresOnceReadsBackAndRebuildsDamagedEntries) {
   EXPECT_EQ(cache.rebuilt(), 3);
   EXPECT_EQ(crc32(reinterpret_cast<const uint8_t*>("123456789"), 9), 0xCBF43926u);  // the standard check value
   EXPECT_THROW(cache.load("none", dir + "/none.jpg"), ddp::DataError);
+  fs::remove_all(dir);
+}
+
+// Caches users already have were written by the table CRC-32 that zlib's replaced: the fixture
+// (tests/ranzcr/fixtures/README.md) is such an entry. It must still be a hit, with its own pixels,
+// and a flipped pixel byte must still be caught and rebuilt from the source.
+TEST(RanzcrCache, AnEntryWrittenBeforeZlibIsStillValid) {
+  const std::string fixtures = std::string(DDP_SOURCE_DIR) + "/tests/ranzcr/fixtures";
+  const std::string dir = ddp::testing::make_temp_dir("ranzcr-cache-v1");
+  // The entry is valid for a source of this size and mtime (a checkout sets its own mtime).
+  const std::string source = dir + "/source.jpg";
+  fs::copy_file(fixtures + "/cache_v1_source.jpg", source);
+  const struct timespec mtime[2] = {{1700000000, 123456789}, {1700000000, 123456789}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, source.c_str(), mtime, 0), 0);
+  ImageCache cache(dir, 24);
+  const std::string entry = cache.entry_path("v1");
+  fs::copy_file(fixtures + "/cache_v1_24.u8", entry);
+  const std::vector<uint8_t> bytes = read_file(entry);
+  ASSERT_EQ(bytes.size(), 48u + 24u * 24u);
+  // The old function's value for these pixels, as stored in the header.
+  EXPECT_EQ(crc32(bytes.data() + 48, 24 * 24), 0xFD6232BAu);
+  cv::Mat img = cache.load("v1", source);
+  EXPECT_EQ(cache.hits(), 1) << "an entry written before zlib's crc32 is rejected";
+  EXPECT_EQ(cache.rebuilt(), 0);
+  ASSERT_EQ(img.total(), 24u * 24u);
+  EXPECT_EQ(std::memcmp(img.data, bytes.data() + 48, 24 * 24), 0) << "the entry's own pixels";
+  const int64_t rebuilt = cache.rebuilt();
+  {
+    std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(48 + 300);
+    f.put(static_cast<char>(~bytes[48 + 300]));
+  }
+  cache.load("v1", source);
+  EXPECT_EQ(cache.rebuilt(), rebuilt + 1) << "a flipped pixel byte passed the checksum";
   fs::remove_all(dir);
 }
 

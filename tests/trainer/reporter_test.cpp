@@ -16,6 +16,7 @@
 #include "trainer/interval_meter.h"
 #include "trainer/json_record.h"
 #include "trainer/reporter.h"
+#include "trainer/run_eta.h"
 
 namespace fs = std::filesystem;
 using namespace ddp::trainer;
@@ -67,7 +68,15 @@ TEST(Reporter, TrainIntervalsEvaluationsAndSummaryInTheMetricsFile) {
   const fs::path katib = path.parent_path() / "katib.jsonl";
   std::string line;
   {
-    Reporter r(ReporterOptions().enabled(true).progress("plain").metrics_file(path.string()).katib_metrics_file(katib.string()));
+    double now = 100;
+    Reporter r(ReporterOptions()
+                   .enabled(true)
+                   .progress("plain")
+                   .metrics_file(path.string())
+                   .katib_metrics_file(katib.string())
+                   .clock([&now] { return now; }));
+    r.start(30);
+    now = 112.5;
     r.train_interval(point());
     EvalPoint e;
     e.epoch = 2;
@@ -84,12 +93,13 @@ TEST(Reporter, TrainIntervalsEvaluationsAndSummaryInTheMetricsFile) {
   ASSERT_TRUE(std::regex_match(line, m, std::regex(R"((\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) (.*)\n)"))) << line;
   const std::string ts = m[1];
   EXPECT_EQ(m[2].str(), "epoch=2 eval_loss=0.250000 accuracy=0.875000 lr=0.001");
-  EXPECT_EQ(read_all(path), R"({"type":"train","step":40,"epoch":2,"train_loss":0.5,"images_per_sec":1234.5})"
-                            "\n"
-                            R"({"type":"eval","step":40,"epoch":2,"eval_loss":0.25,"total":100})"
-                            "\n"
-                            R"({"type":"summary","steps":40})"
-                            "\n");
+  EXPECT_EQ(read_all(path),
+            R"({"type":"train","step":40,"epoch":2,"train_loss":0.5,"images_per_sec":1234.5,"elapsed_s":12.5,"eta_s":null})"
+            "\n"
+            R"({"type":"eval","step":40,"epoch":2,"eval_loss":0.25,"total":100})"
+            "\n"
+            R"({"type":"summary","steps":40})"
+            "\n");
   // Katib's JSON format: string values and the line's timestamp under "timestamp".
   EXPECT_EQ(read_all(katib), R"({"timestamp":")" + ts +
                                  R"(","epoch":"2","eval_loss":"0.250000","accuracy":"0.875000","lr":"0.001"})"
@@ -139,12 +149,125 @@ TEST(Reporter, ADisabledReporterWritesNothing) {
 }
 
 TEST(Reporter, PlainProgressLinesCountSamplesOrSteps) {
+  double now = 0;
+  const RunEta::Clock clock = [&now] { return now; };
   testing::internal::CaptureStderr();
-  Reporter(ReporterOptions().progress("plain")).train_interval(point());
-  Reporter(ReporterOptions().progress("plain").count(ProgressCount::kSteps).rate_decimals(1)).train_interval(point());
+  {
+    Reporter r(ReporterOptions().progress("plain").clock(clock));
+    now = 83;
+    r.train_interval(point());
+  }
+  Reporter(ReporterOptions().progress("plain").count(ProgressCount::kSteps).rate_decimals(1).clock(clock))
+      .train_interval(point());
   const std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("Train Epoch: 2 [640/1280 (50%)] Loss: 0.500000 (1234 images/s)"), std::string::npos) << err;
-  EXPECT_NE(err.find("Train Epoch: 2 [10/20 (50%)] Loss: 0.500000 (1234.5 images/s)"), std::string::npos) << err;
+  EXPECT_NE(err.find("Train Epoch: 2 [640/1280 (50%)] Loss: 0.500000 (1234 images/s) elapsed 1:23 eta ?\n"),
+            std::string::npos) << err;
+  EXPECT_NE(err.find("Train Epoch: 2 [10/20 (50%)] Loss: 0.500000 (1234.5 images/s) elapsed 0:00 eta ?\n"),
+            std::string::npos) << err;
+}
+
+// Elapsed from start(), the ETA from the mean rate since the first point, on the line (bar and plain)
+// and in the train records; --max-steps shortens the run.
+TEST(Reporter, ElapsedAndEtaOnTheLinesAndInTheRecords) {
+  const fs::path path = fresh_file("eta");
+  double now = 0;
+  std::string err;
+  {
+    Reporter r(ReporterOptions().progress("bar").metrics_file(path.string()).clock([&now] { return now; }));
+    now = 1000;
+    r.start(30);
+    TrainPoint p = point();  // epoch 2 of 3, step 10 of 20: 30 steps left
+    p.global_step = 30;
+    testing::internal::CaptureStderr();
+    now = 1010;
+    r.train_interval(p);  // the first point: no rate yet
+    p.global_step = 40;
+    p.step_in_epoch = 20;  // 20 steps left
+    now = 1015;            // 10 steps in 5 s since the first point: 10 s left
+    r.train_interval(p);
+    err = testing::internal::GetCapturedStderr();
+  }
+  EXPECT_NE(err.find("images/s elapsed 0:10 eta ?  "), std::string::npos) << err;
+  EXPECT_NE(err.find("images/s elapsed 0:15 eta 0:10  "), std::string::npos) << err;
+  const std::string records = read_all(path);
+  EXPECT_NE(records.find(R"("step":30,"epoch":2,"train_loss":0.5,"images_per_sec":1234.5,)"
+                         R"("elapsed_s":10,"eta_s":null})"),
+            std::string::npos)
+      << records;
+  EXPECT_NE(records.find(R"("step":40,"epoch":2,"train_loss":0.5,"images_per_sec":1234.5,)"
+                         R"("elapsed_s":15,"eta_s":10})"),
+            std::string::npos)
+      << records;
+  fs::remove_all(path.parent_path());
+  // --max-steps 45: 5 steps left, not 20.
+  now = 0;
+  Reporter capped(ReporterOptions().progress("plain").max_steps(45).clock([&now] { return now; }));
+  TrainPoint p = point();
+  p.global_step = 30;
+  testing::internal::CaptureStderr();
+  now = 10;
+  capped.train_interval(p);
+  p.global_step = 40;
+  now = 20;  // 10 steps in 10 s
+  capped.train_interval(p);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("elapsed 0:20 eta 0:05\n"), std::string::npos) << err;
+}
+
+TEST(RunEta, MeanRateSinceTheFirstPoint) {
+  double now = 50;
+  RunEta eta([&now] { return now; });
+  now = 100;
+  eta.start();
+  now = 130;  // a slow first interval (start-up): not part of the rate
+  RunTime t = eta.at(/*global_step=*/10, /*steps_left=*/90);
+  EXPECT_DOUBLE_EQ(t.elapsed_s, 30);
+  EXPECT_FALSE(t.eta_s) << "one point has no rate";
+  now = 135;  // 10 steps in 5 s
+  t = eta.at(20, 80);
+  EXPECT_DOUBLE_EQ(t.elapsed_s, 35);
+  ASSERT_TRUE(t.eta_s);
+  EXPECT_DOUBLE_EQ(*t.eta_s, 40);
+  now = 155;  // a slow interval: 10 steps in 20 s; the mean since the first point is 20 in 25 s
+  t = eta.at(30, 70);
+  ASSERT_TRUE(t.eta_s);
+  EXPECT_DOUBLE_EQ(*t.eta_s, 87.5) << "the last interval's rate alone would say 140";
+  EXPECT_DOUBLE_EQ(*eta.at(30, 0).eta_s, 0) << "nothing left";
+  // A resume: elapsed and the rate start again.
+  now = 1000;
+  eta.start();
+  now = 1001;
+  t = eta.at(31, 69);
+  EXPECT_DOUBLE_EQ(t.elapsed_s, 1);
+  EXPECT_FALSE(t.eta_s) << "the first point after start() again";
+  now = 1002;
+  EXPECT_FALSE(eta.at(31, 69).eta_s) << "no step since the first point: no rate";
+}
+
+TEST(RunEta, DurationsAsMinutesOrHours) {
+  EXPECT_EQ(format_duration(0), "0:00");
+  EXPECT_EQ(format_duration(5), "0:05");
+  EXPECT_EQ(format_duration(83), "1:23");
+  EXPECT_EQ(format_duration(296.4), "4:56");
+  EXPECT_EQ(format_duration(59.6), "1:00");  // rounded, carried into the minutes
+  EXPECT_EQ(format_duration(3599.4), "59:59");
+  EXPECT_EQ(format_duration(3599.5), "1:00:00");
+  EXPECT_EQ(format_duration(3723), "1:02:03");
+  EXPECT_EQ(format_duration(100 * 3600 + 61), "100:01:01");
+  EXPECT_EQ(format_duration(-3), "0:00");
+  EXPECT_EQ(format_duration(INFINITY), "?");
+  EXPECT_EQ(format_duration(std::nan("")), "?");
+}
+
+TEST(TrainPoint, StepsLeftToTheLastEpochOrToMaxSteps) {
+  TrainPoint p = point();  // epoch 2 of 3, step 10 of 20, global step 40
+  EXPECT_EQ(steps_left(p, 0), 10 + 20);
+  EXPECT_EQ(steps_left(p, 1000), 30) << "a --max-steps beyond the epochs changes nothing";
+  EXPECT_EQ(steps_left(p, 45), 5);
+  EXPECT_EQ(steps_left(p, 40), 0);
+  p.epoch = 3;
+  p.step_in_epoch = 20;
+  EXPECT_EQ(steps_left(p, 0), 0);
 }
 
 TEST(IntervalMeter, MeanLossOverTheIntervalThenStartsAgain) {

@@ -19,7 +19,7 @@
 
 namespace ddp::data::ranzcr {
 
-/// CRC-32 (IEEE 802.3, as zlib's crc32) of `size` bytes.
+/// CRC-32 (IEEE 802.3) of `size` bytes, continuing `crc`: zlib's crc32_z, the entries' checksum.
 uint32_t crc32(const uint8_t* data, size_t size, uint32_t crc = 0);
 
 class ImageCache {
