@@ -73,9 +73,9 @@ VOLS=(-v "$DATA:/data" -v "$MODEL:/model" -v "$CKPT:/checkpoints")
 
 echo "== runtime: user, shared libraries"
 [[ $(run --entrypoint /usr/bin/id -- -u) == 1000 ]] || { echo "runtime stage does not run as uid 1000" >&2; exit 1; }
-run --entrypoint /bin/sh -- -c 'ldd /opt/ddp/bin/* | tee /dev/stderr | grep -q "not found" && exit 1 || exit 0' 2>"$RUNDIR/ldd.txt" \
+run --entrypoint /bin/sh -- -c 'ldd $(dpkg -L ddp-tools | grep ^/usr/bin/) /usr/lib/libddp.so.* 2>&1 | tee /dev/stderr | grep -q "not found" && exit 1 || exit 0' 2>"$RUNDIR/ldd.txt" \
   || { grep -B3 "not found" "$RUNDIR/ldd.txt" >&2; echo "runtime stage misses shared libraries" >&2; exit 1; }
-echo "all binaries resolve their libraries: $(ls_bins=$(run --entrypoint /bin/ls -- /opt/ddp/bin); echo $ls_bins)"
+echo "all binaries resolve their libraries: $(ls_bins=$(run --entrypoint /bin/sh -- -c 'dpkg -L ddp-tools | grep ^/usr/bin/'); echo $ls_bins)"
 
 echo "== runtime: synthetic data (make_cifar10_synthetic)"
 run "${VOLS[@]}" --entrypoint make_cifar10_synthetic -- --out /data --train 500 --test 250 --layout bin --seed 1
@@ -88,7 +88,7 @@ grep -q -- "--device auto: ." "$RUNDIR/train.log" \
 echo "CPU fallback logged: $(grep -o -- '--device auto: .*' "$RUNDIR/train.log" | head -n 1)"
 # With a CUDA LibTorch the reason must be the missing device, not a LibTorch without CUDA (which is
 # what a binary that did not load libtorch_cuda would say).
-if run --entrypoint /bin/sh -- -c 'ldd /opt/ddp/bin/train_cifar10 | grep -q libtorch_cuda'; then
+if run --entrypoint /bin/sh -- -c 'ldd /usr/bin/train_cifar10 | grep -q libtorch_cuda'; then
   ! grep -q -- "--device auto: LibTorch built without CUDA" "$RUNDIR/train.log" \
     || { echo "train_cifar10 links libtorch_cuda but says LibTorch has no CUDA" >&2; exit 1; }
   echo "the image's LibTorch has CUDA (train_cifar10 loads libtorch_cuda)"

@@ -21,7 +21,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 libdir=lib
 [[ -d $prefix/lib64 && ! -d $prefix/lib ]] && libdir=lib64
-[[ -e $prefix/$libdir/libddp.so.0 ]] || fail "no libddp.so.0 under $prefix/$libdir"
+# The SONAME link (libddp.so.MAJOR.MINOR before 1.0, cmake/DdpVersion.cmake) beside the library.
+sonames=("$prefix/$libdir"/libddp.so.[0-9]*)
+[[ -L ${sonames[0]} ]] || fail "no libddp.so.N link under $prefix/$libdir"
 bins=("$prefix"/bin/*)
 ((${#bins[@]} >= 3)) || fail "only ${#bins[@]} binaries installed: ${bins[*]}"
 for b in "${bins[@]}"; do

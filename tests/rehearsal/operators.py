@@ -39,6 +39,8 @@ import re
 import signal
 import time
 
+import image_layout
+
 V1_PORT_NAME = "pytorchjob-port"
 V1_DEFAULT_PORT = 23456
 V2_PORT = 29500
@@ -118,8 +120,8 @@ def field_ref(path, pod_meta, pod_ip):
 
 class PodFactory:
     """Maps a pod template onto this machine: PVC mounts become local folders (their mount paths are
-    rewritten in command, args, env and workingDir), the image's /opt/ddp/bin becomes the build's
-    binaries (the image's PATH with that folder swapped), the image's ENV comes from the Dockerfile."""
+    rewritten in command, args, env and workingDir), the image's binaries (/usr/bin/ddprun, ...) become the build's
+    (image_layout: the build's folder first in PATH, our /usr/bin paths pointed at it), the image's ENV comes from the Dockerfile."""
 
     def __init__(self, cluster, bin_dir, pvc_dirs, image_env, logs_dir):
         self.cluster, self.bin_dir, self.pvc_dirs = cluster, bin_dir, pvc_dirs
@@ -128,7 +130,7 @@ class PodFactory:
 
     def path_map(self, pod_spec, container):
         vols = {v["name"]: v for v in pod_spec.get("volumes", []) or []}
-        mapping = [("/opt/ddp/bin", self.bin_dir)]
+        mapping = image_layout.binary_mapping(self.bin_dir)
         for m in container.get("volumeMounts", []) or []:
             v = vols.get(m["name"])
             if v is None:
@@ -165,7 +167,7 @@ class PodFactory:
         env = {}
         for k, v in self.image_env.items():
             env[k] = v
-        env["PATH"] = env.get("PATH", "/usr/bin:/bin").replace("/opt/ddp/bin", self.bin_dir)
+        env["PATH"] = image_layout.path_with(self.bin_dir, env.get("PATH"))
         env["HOSTNAME"] = pod.hostname
         env["HOME"] = self.logs_dir
         declared = {}

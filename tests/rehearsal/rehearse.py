@@ -152,8 +152,8 @@ def place(src, dst):
 
 
 def make_bin_dir(build_dir, work, standin):
-    """work/bin with our binaries and work/lib with the build's libddp: the image's /opt/ddp/bin and
-    /opt/ddp/lib, played by the build tree. Links or copies, not symlinks into the build tree: the
+    """work/bin with our binaries and work/lib with the build's libddp: the image's binaries (ddp-tools
+    in /usr/bin, tests/rehearsal/image_layout.py) and its /usr/lib/libddp.so.*, played by the build tree. Links or copies, not symlinks into the build tree: the
     pods run as uid 1000, which may not traverse it (a clone under /root or in a mktemp -d folder
     is mode 0700). The pods get LD_LIBRARY_PATH=work/lib (it wins over the binaries' RUNPATH)."""
     d, lib = os.path.join(work, "bin"), os.path.join(work, "lib")
@@ -845,7 +845,7 @@ def main():
         print(f"FAIL: not built in {args.build_dir}: {', '.join(missing)}")
         return 1
     args.image_env = image_env(args.repo)
-    args.image_env["LD_LIBRARY_PATH"] = lib_dir  # the image's ld.so.conf entry for /opt/ddp/lib
+    args.image_env["LD_LIBRARY_PATH"] = lib_dir  # plays the image's libddp in /usr/lib
     if args.strip_flag:
         STRIP_FLAGS.extend(args.strip_flag)
         print(f"WARNING: flags {args.strip_flag} removed from the manifests: development, not a rehearsal")

@@ -12,7 +12,7 @@ run_training_job(request, bin_dir, workdir, cluster, timeout, image_env=None, us
                  opt_ml="writable") -> dict
   request    a CreateTrainingJob request (the API's field names; what is played is listed below; any
              other field, or a missing required one, raises RequestError)
-  bin_dir    the folder playing the image's /opt/ddp/bin (rehearse.make_bin_dir); the image's
+  bin_dir    the folder playing the image's binaries in /usr/bin (rehearse.make_bin_dir, image_layout); the image's
              ENTRYPOINT (docker/Dockerfile, runtime stage) is started with it swapped in, plus `train`
   workdir    where S3 and the instances' /opt/ml roots live on this machine:
                s3://bucket/key           -> <workdir>/s3/bucket/key
@@ -80,6 +80,8 @@ import signal
 import sys
 import tarfile
 import time
+
+import image_layout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -359,10 +361,9 @@ def run_training_job(request, bin_dir, workdir, cluster, timeout, image_env=None
     for d in (workdir, os.path.join(workdir, "sagemaker"), job_dir):
         os.chmod(d, 0o755)
     env_base = dict(image_env if image_env is not None else _default_image_env(bin_dir))
-    env_base["PATH"] = env_base.get("PATH", "/usr/bin:/bin").replace("/opt/ddp/bin", bin_dir)
+    env_base["PATH"] = image_layout.path_with(bin_dir, env_base.get("PATH"))
     env_base.update(request.get("Environment", {}))
-    entry = [e.replace("/opt/ddp/bin", bin_dir, 1) if e.startswith("/opt/ddp/bin/") else e
-             for e in image_entrypoint()]
+    entry = [image_layout.local_argv0(e, bin_dir) for e in image_entrypoint()]
     result = {"TrainingJobName": name, "TrainingJobArn": f"arn:aws:sagemaker:local:000000000000:training-job/{name}",
               "AlgorithmSpecification": request["AlgorithmSpecification"], "RoleArn": request["RoleArn"],
               "HyperParameters": request.get("HyperParameters", {}), "ResourceConfig": request["ResourceConfig"],
