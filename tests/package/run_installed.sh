@@ -7,7 +7,7 @@
 #   2. make_cifar10_synthetic writes a small dataset, and ddprun runs 2 train_cifar10 ranks on it
 #      for one epoch; the model file appears;
 #   3. the installed ddp-plot (a Python program: no RUNPATH) finds its modules from the moved prefix
-#      and draws that run's --metrics-file;
+#      and draws that run's --metrics-file (without matplotlib: reads it and exits 3 saying so);
 #   4. every other installed binary answers --help with exit 0.
 # usage: run_installed.sh BUILD_DIR WORK_DIR
 set -euo pipefail
@@ -44,10 +44,20 @@ clean "$prefix/bin/ddprun" --standalone --nproc-per-node 2 "$prefix/bin/train_ci
 [[ -s $work/model/model.pt ]] || fail "no model.pt after the installed run"
 echo "ok: installed ddprun ran 2 installed train_cifar10 ranks to a model"
 [[ -x $prefix/bin/ddp-plot ]] || fail "no bin/ddp-plot installed"
-clean "$prefix/bin/ddp-plot" "$work/metrics.jsonl" --out "$work/curves" > "$work/plot.log" 2>&1 ||
-  { cat "$work/plot.log"; fail "installed ddp-plot failed"; }
-[[ -s $work/curves.png && -s $work/curves.svg ]] || fail "installed ddp-plot wrote no curves.png and curves.svg"
-echo "ok: installed ddp-plot drew the run's metrics file"
+# Where /usr/bin/python3 has no matplotlib (the LibTorch 2.6 root: ddp-tools only recommends it),
+# ddp-plot still has to find its modules and read the run, then say what is missing: exit 3.
+if clean /usr/bin/python3 -c 'import matplotlib' 2> /dev/null; then
+  clean "$prefix/bin/ddp-plot" "$work/metrics.jsonl" --out "$work/curves" > "$work/plot.log" 2>&1 ||
+    { cat "$work/plot.log"; fail "installed ddp-plot failed"; }
+  [[ -s $work/curves.png && -s $work/curves.svg ]] || fail "installed ddp-plot wrote no curves.png and curves.svg"
+  echo "ok: installed ddp-plot drew the run's metrics file"
+else
+  rc=0
+  clean "$prefix/bin/ddp-plot" "$work/metrics.jsonl" --out "$work/curves" > "$work/plot.log" 2>&1 || rc=$?
+  [[ $rc == 3 ]] && grep -q "apt-get install python3-matplotlib" "$work/plot.log" ||
+    { cat "$work/plot.log"; fail "installed ddp-plot without matplotlib: exit $rc, not 3 naming python3-matplotlib"; }
+  echo "ok: installed ddp-plot read the run's metrics file and, without matplotlib, said so (exit 3)"
+fi
 for b in "${bins[@]}"; do
   case $(basename "$b") in ddprun|train_cifar10|make_cifar10_synthetic) continue ;; esac
   clean "$b" --help > /dev/null || fail "$(basename "$b") --help exited $?"

@@ -1,6 +1,7 @@
 """ddp-plot on made-up inputs: each class of bad input is exit 2 with a message naming the file and
 line or record, never a traceback; a last line or record cut short (a killed writer) is a warning
-and the rest is plotted; records a resumed run wrote again are drawn once, with the later values.
+and the rest is plotted; records a resumed run wrote again are drawn once, with the later values;
+a Python without matplotlib gets exit 3 naming the package.
 
     python3 inputs_test.py --plot tools/ddp_plot/ddp-plot
 """
@@ -187,6 +188,40 @@ class Resumed(PlotCase):
         points = svg.line_data("loss", "line-train_loss-0")
         self.assertEqual([round(x) for x, _ in points], [2, 4, 6, 10])
         self.assertEqual([round(y, 3) for _, y in points], [2.0, 2.0, 1.0, 1.0])
+
+
+class WithoutMatplotlib(PlotCase):
+    """A Python without matplotlib (the ddp-tools package only recommends it): --help works, bad input
+    is still exit 2, good input is exit 3 naming the package to install, and nothing is written.
+    A matplotlib that cannot be imported is put first on PYTHONPATH."""
+
+    def setUp(self):
+        super().setUp()
+        self.write("shadow/matplotlib/__init__.py", "raise ImportError('no matplotlib in this test')\n")
+        self.env = dict(os.environ, PYTHONPATH=self.path("shadow"))
+
+    def run_plot(self, *args):
+        p = subprocess.run([PLOT, *args], capture_output=True, text=True, timeout=120, env=self.env)
+        self.assertNotIn("Traceback", p.stderr)
+        return p
+
+    def test_help(self):
+        p = self.run_plot("--help")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("exit code 3", p.stdout)
+
+    def test_bad_input_is_still_exit_2(self):
+        p = self.run_plot(self.path("missing.jsonl"))
+        self.assertEqual(p.returncode, 2, p.stderr)
+
+    def test_good_input_names_the_package(self):
+        path = self.jsonl("m.jsonl", [train(2, 2.3), train(4, 2.2)])
+        out = self.path("out/curves")
+        p = self.run_plot(path, "--out", out)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn("ddp-plot: error: drawing needs matplotlib", p.stderr)
+        self.assertIn("apt-get install python3-matplotlib", p.stderr)
+        self.assertFalse(os.path.exists(self.path("out")), "the --out folder was made though nothing is drawn")
 
 
 class Crc(unittest.TestCase):

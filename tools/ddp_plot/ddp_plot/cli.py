@@ -3,7 +3,7 @@ import argparse
 import os
 import sys
 
-from . import draw, events, jsonl, tfrecord
+from . import events, jsonl, tfrecord
 from .problems import PROG, InputError
 
 DESCRIPTION = """\
@@ -21,7 +21,8 @@ EPILOG = """\
 A last line cut off in the middle (a run killed while writing it), and likewise a last event record
 cut short, is skipped with a warning. Any other bad input stops with a message naming the file and
 the line or record, exit code 2: a missing file, a line that is not JSON, a damaged event record
-(CRC mismatch), a run with nothing to plot.
+(CRC mismatch), a run with nothing to plot. Without matplotlib (Debian: python3-matplotlib, which
+the ddp-tools package recommends) the inputs are still read and checked, then exit code 3.
 
 example:
   ddp-plot /shared/runs/a/metrics.jsonl /shared/runs/b/metrics.jsonl --out /shared/runs/curves
@@ -29,6 +30,7 @@ example:
 """
 
 EXIT_BAD_INPUT = 2
+EXIT_NO_MATPLOTLIB = 3
 
 
 def _size(text):
@@ -99,6 +101,13 @@ def main(argv=None):
         name_runs(run_list)
         for run, label in zip(run_list, args.label):
             run.label = label
+        try:
+            # Imported here, not at the top: --help and the checks of the inputs work without it.
+            from . import draw
+        except ImportError as e:
+            print("%s: error: drawing needs matplotlib, which %s cannot import (%s); on Debian: "
+                  "apt-get install python3-matplotlib" % (PROG, sys.executable, e), file=sys.stderr)
+            return EXIT_NO_MATPLOTLIB
         out = args.out
         for suffix in (".png", ".svg"):  # --out curves.png means the prefix curves
             if out.endswith(suffix):
