@@ -24,17 +24,22 @@ start=$(date +%s)
 rm -rf --one-file-system "$work" && mkdir -p "$work"
 # A build whose libddp links NCCL and CUDA from outside Debian (/usr/local/cuda) cannot be packaged:
 # cpack refuses it, naming the libraries (packaging/check-debian-deps.sh). Then the packages come
-# from a CPU build of the packaged targets beside it (build/package-cpu, kept for the next run), as
-# a packager on such a machine would make them.
+# from a CPU build of the packaged targets (kept for the next run), as a packager on such a machine
+# would make them. It sits beside the build folder, at the same depth below the clone, so that
+# ccache (scripts/build.sh: base dir, no cwd in the hash) finds the main build's objects: every
+# unit whose preprocessed text is the same hits. Measured from an empty cache, libddp's 66 units:
+# 64 hits, 16 s, against 0 hits and 114 s from a folder inside the build (the relative paths in
+# the preprocessed text differ there). Stop 31's CI spent 705 s here on a busy machine.
+cpu_build=$(dirname "$build")/$(basename "$build")-package-cpu
 if ! ( cd "$build" && cpack -G DEB -B "$work/debs" > "$work/cpack.log" 2>&1 ); then
   grep -q "outside Debian" "$work/cpack.log" || { cat "$work/cpack.log"; echo "FAIL: cpack"; exit 1; }
   grep "check-debian-deps:" "$work/cpack.log" | head -n 3
-  echo "this build cannot be packaged as is; building the packaged targets without NCCL in $build/package-cpu"
-  BUILD_DIR=$build/package-cpu DDP_BUILD_JOBS=${DDP_BUILD_JOBS:-2} bash "$repo/scripts/build.sh" -DDDP_WITH_NCCL=OFF \
+  echo "this build cannot be packaged as is; building the packaged targets without NCCL in $cpu_build"
+  BUILD_DIR=$cpu_build DDP_BUILD_JOBS=${DDP_BUILD_JOBS:-2} bash "$repo/scripts/build.sh" -DDDP_WITH_NCCL=OFF \
     -DDDP_BUILD_TESTS=OFF -DDDP_BUILD_BENCH=OFF > "$work/package-build.log" 2>&1 ||
     { tail -n 30 "$work/package-build.log"; echo "FAIL: the CPU build for the packages"; exit 1; }
   rm -rf "$work/debs"
-  ( cd "$build/package-cpu" && cpack -G DEB -B "$work/debs" > "$work/cpack.log" 2>&1 ) ||
+  ( cd "$cpu_build" && cpack -G DEB -B "$work/debs" > "$work/cpack.log" 2>&1 ) ||
     { cat "$work/cpack.log"; echo "FAIL: cpack of the CPU build"; exit 1; }
 fi
 grep "check-debian-deps:" "$work/cpack.log"
