@@ -1,13 +1,12 @@
 #include "util/env.h"
 
 #include <ddp/errors.h>
+#include <unistd.h>  // environ (g++ defines _GNU_SOURCE)
 
 #include <cctype>
 #include <cstring>
 
 #include "util/numbers.h"
-
-extern char** environ;
 
 namespace ddp::util {
 

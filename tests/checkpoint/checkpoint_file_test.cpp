@@ -44,41 +44,41 @@ TEST(Crc32c, KnownVectors) {
 
 TEST(CheckpointFile, RoundTripAndEveryKindOfDamage) {
   std::string payload = "payload bytes that stand for a torch archive";
-  std::string file = detail::make_checkpoint_header(payload) + payload;
-  EXPECT_EQ(detail::verified_payload("x", file), payload);
+  std::string file = ddp::detail::make_checkpoint_header(payload) + payload;
+  EXPECT_EQ(ddp::detail::verified_payload("x", file), payload);
 
   // Every single flipped bit anywhere in the file is caught.
   for (size_t i = 0; i < file.size(); ++i) {
     std::string bad = file;
     bad[i] ^= 0x10;
-    EXPECT_NE(error_of([&] { detail::verified_payload("f.ddpckpt", bad); }), "") << "flip at byte " << i;
+    EXPECT_NE(error_of([&] { ddp::detail::verified_payload("f.ddpckpt", bad); }), "") << "flip at byte " << i;
   }
   std::string flipped = file;
-  flipped[detail::kCheckpointHeaderSize + 3] ^= 1;
-  EXPECT_NE(error_of([&] { detail::verified_payload("f.ddpckpt", flipped); }).find("payload checksum mismatch"),
+  flipped[ddp::detail::kCheckpointHeaderSize + 3] ^= 1;
+  EXPECT_NE(error_of([&] { ddp::detail::verified_payload("f.ddpckpt", flipped); }).find("payload checksum mismatch"),
             std::string::npos);
   std::string header_flip = file;
   header_flip[17] ^= 1;
-  EXPECT_NE(error_of([&] { detail::verified_payload("f.ddpckpt", header_flip); }).find("header checksum"),
+  EXPECT_NE(error_of([&] { ddp::detail::verified_payload("f.ddpckpt", header_flip); }).find("header checksum"),
             std::string::npos);
   // Truncation anywhere.
-  for (size_t len : {size_t(0), size_t(5), detail::kCheckpointHeaderSize, file.size() - 1}) {
-    std::string msg = error_of([&] { detail::verified_payload("f.ddpckpt", file.substr(0, len)); });
+  for (size_t len : {size_t(0), size_t(5), ddp::detail::kCheckpointHeaderSize, file.size() - 1}) {
+    std::string msg = error_of([&] { ddp::detail::verified_payload("f.ddpckpt", file.substr(0, len)); });
     EXPECT_NE(msg.find("truncated"), std::string::npos) << len << ": " << msg;
     EXPECT_NE(msg.find("f.ddpckpt"), std::string::npos) << msg;
   }
-  EXPECT_NE(error_of([&] { detail::verified_payload("f", file + "x"); }).find("unexpected bytes"), std::string::npos);
-  EXPECT_NE(error_of([&] { detail::verified_payload("f", std::string(40, 'z')); }).find("bad magic"),
+  EXPECT_NE(error_of([&] { ddp::detail::verified_payload("f", file + "x"); }).find("unexpected bytes"), std::string::npos);
+  EXPECT_NE(error_of([&] { ddp::detail::verified_payload("f", std::string(40, 'z')); }).find("bad magic"),
             std::string::npos);
 }
 
 TEST(CheckpointDir, NamesSortAndParse) {
   EXPECT_EQ(checkpoint_file_name(1041), "ckpt-000000001041.ddpckpt");
-  EXPECT_EQ(detail::checkpoint_step_from_name("ckpt-000000001041.ddpckpt"), 1041);
-  EXPECT_EQ(detail::checkpoint_step_from_name("ckpt-1041.ddpckpt"), std::nullopt);  // not canonical
-  EXPECT_EQ(detail::checkpoint_step_from_name("ckpt-000000001041.ddpckpt.stale"), std::nullopt);
-  EXPECT_EQ(detail::checkpoint_step_from_name(".ckpt-000000001041.ddpckpt.tmp-12"), std::nullopt);
-  EXPECT_EQ(detail::checkpoint_step_from_name("ckpt-00000000x041.ddpckpt"), std::nullopt);
+  EXPECT_EQ(ddp::detail::checkpoint_step_from_name("ckpt-000000001041.ddpckpt"), 1041);
+  EXPECT_EQ(ddp::detail::checkpoint_step_from_name("ckpt-1041.ddpckpt"), std::nullopt);  // not canonical
+  EXPECT_EQ(ddp::detail::checkpoint_step_from_name("ckpt-000000001041.ddpckpt.stale"), std::nullopt);
+  EXPECT_EQ(ddp::detail::checkpoint_step_from_name(".ckpt-000000001041.ddpckpt.tmp-12"), std::nullopt);
+  EXPECT_EQ(ddp::detail::checkpoint_step_from_name("ckpt-00000000x041.ddpckpt"), std::nullopt);
   EXPECT_LT(checkpoint_file_name(99), checkpoint_file_name(100));  // names sort by step
 }
 
@@ -89,7 +89,7 @@ TEST(CheckpointDir, StaleTemporariesOfDeadWritersAreRemoved) {
   std::string alive = dir + "/.ckpt-000000000006.ddpckpt.tmp-" + std::to_string(getppid());
   std::ofstream(dead) << "partial";
   std::ofstream(alive) << "partial";
-  detail::remove_stale_temporaries(dir);
+  ddp::detail::remove_stale_temporaries(dir);
   EXPECT_FALSE(fs::exists(dead));
   EXPECT_TRUE(fs::exists(alive));
   fs::remove_all(dir);

@@ -25,8 +25,8 @@ namespace {
 using ddp::models::ResNet;
 using Buckets = std::vector<std::vector<int64_t>>;
 
-constexpr int kSteps = 4;       // step 0 on the initial buckets, steps 1-3 on the rebuilt ones
-constexpr int64_t kBatch = 8;   // 4 images per rank
+constexpr int kResNetSteps = 4;       // step 0 on the initial buckets, steps 1-3 on the rebuilt ones
+constexpr int64_t kResNetBatch = 8;   // 4 images per rank
 // 64x64, not 32x32: with the ImageNet stem layer4 then sees 2x2 pixels, and BatchNorm over 4 images
 // x 4 pixels is well conditioned. With 2 images of 32x32 per rank (1x1 pixels in layer4) a 1e-6
 // change in the gradients grew to 1e4 in the weights within 4 steps: equality would still be
@@ -89,9 +89,9 @@ DDP_TEST_WORKER(resnet_parity_prepare) {
   for (const auto& item : net->named_buffers()) init.emplace_back(item.key(), item.value());
   ddp::testing::write_tensors(dir, "resnet_init", init);
   ddp::testing::NamedTensors data;
-  for (int s = 0; s < kSteps; ++s) {
-    data.emplace_back("x" + std::to_string(s), torch::randn({kBatch, 3, kImageSize, kImageSize}));
-    data.emplace_back("y" + std::to_string(s), torch::randint(0, 10, {kBatch}));
+  for (int s = 0; s < kResNetSteps; ++s) {
+    data.emplace_back("x" + std::to_string(s), torch::randn({kResNetBatch, 3, kImageSize, kImageSize}));
+    data.emplace_back("y" + std::to_string(s), torch::randint(0, 10, {kResNetBatch}));
   }
   ddp::testing::write_tensors(dir, "resnet_data", data);
   return 0;
@@ -128,8 +128,8 @@ DDP_TEST_WORKER(resnet_parity_train) {
   expect(initial.size() >= 3, "the model spans at least 3 buckets, got " + std::to_string(initial.size()));
 
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-  const int64_t per = kBatch / pg->size();
-  for (int s = 0; s < kSteps; ++s) {
+  const int64_t per = kResNetBatch / pg->size();
+  for (int s = 0; s < kResNetSteps; ++s) {
     auto x = find(data, "x" + std::to_string(s)).narrow(0, pg->rank() * per, per);
     auto y = find(data, "y" + std::to_string(s)).narrow(0, pg->rank() * per, per);
     opt.zero_grad();

@@ -24,10 +24,6 @@ using namespace ddp::testing;
 
 namespace {
 
-int world() { return env_int("WORLD_SIZE", 1); }
-int rank() { return env_int("RANK", 0); }
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 constexpr int kVictim = 1;
 constexpr auto kShortTimeout = std::chrono::seconds(10);
 

@@ -27,9 +27,6 @@ using namespace ddp::testing;
 
 namespace {
 
-int rank() { return env_int("RANK", 0); }
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 // This process's connected and listening TCP sockets.
 std::vector<int> tcp_sockets() {
   std::vector<int> fds;

@@ -15,9 +15,6 @@ using namespace ddp::testing;
 
 namespace {
 
-int rank() { return env_int("RANK", 0); }
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 // Runs the mismatched collective `what` and checks the error every rank must get. `odd` is the rank
 // whose call differs; `mine` and `theirs` are texts the message must hold (each side's description).
 int expect_mismatch(const std::function<void(ddp::ProcessGroup&)>& what, const std::vector<std::string>& must_name) {

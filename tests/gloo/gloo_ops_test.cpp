@@ -19,8 +19,6 @@ namespace {
 const std::vector<at::ScalarType> kReducible = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kInt, at::kLong};
 const std::vector<ReduceOp> kOps = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax};
 
-int world() { return env_int("WORLD_SIZE", 1); }
-int rank() { return env_int("RANK", 0); }
 
 // What element i of the reduction of rank_pattern over `n` ranks is, as a multiple of (i % 7 + 1)
 // (avg of integers floors, so it is computed on the whole value instead).

@@ -22,9 +22,6 @@ using namespace ddp::testing;
 
 namespace {
 
-int world() { return env_int("WORLD_SIZE", 1); }
-int rank() { return env_int("RANK", 0); }
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 // The whole binary runs a second time with DDP_SHM=0 (the "tcp." tests).
 bool tcp_variant() {
   const char* v = std::getenv("DDP_SHM");

@@ -9,6 +9,11 @@
 
 namespace ddp::testing {
 
+int rank() { return env_int("RANK", 0); }
+int world() { return env_int("WORLD_SIZE", 1); }
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 WorkerOptions gloo_worker_options() {
   WorkerOptions o;
   o.timeout = std::chrono::seconds(90);

@@ -17,6 +17,12 @@
 
 namespace ddp::testing {
 
+/// This worker's RANK and WORLD_SIZE as the multiprocess harness set them (0 and 1 outside a worker).
+int rank();
+int world();
+
+bool contains(const std::string& text, const std::string& part);
+
 /// Worker options for a gloo test.
 WorkerOptions gloo_worker_options();
 

@@ -16,6 +16,7 @@
 #include <regex>
 #include <thread>
 
+#include "launcher_binaries.h"
 #include "support/multiprocess.h"
 #include "support/torchrun.h"
 
@@ -24,8 +25,6 @@ using ddp::testing::Subprocess;
 using namespace std::chrono_literals;
 
 namespace {
-
-const std::string kDdprun = std::string(DDP_BUILD_DIR) + "/apps/ddprun/ddprun";
 
 // 3200 training images, 2 ranks x batch 16: 100 steps per epoch, 200 in all; a checkpoint every 25.
 constexpr int64_t kTotalSteps = 200;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "ddp/launcher/launch_config.h"
+#include "launcher_binaries.h"
 #include "support/multiprocess.h"
 
 namespace fs = std::filesystem;
@@ -33,9 +34,6 @@ using ddp::testing::Subprocess;
 using namespace std::chrono_literals;
 
 namespace {
-
-const std::string kDdprun = std::string(DDP_BUILD_DIR) + "/apps/ddprun/ddprun";
-const std::string kTrainer = std::string(DDP_BUILD_DIR) + "/tests/launcher/ddp_test_trainer";
 
 bool wait_for_text(const std::function<std::string()>& read, const std::string& text, std::chrono::seconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "launcher_binaries.h"
 #include "support/multiprocess.h"
 
 namespace fs = std::filesystem;
@@ -23,8 +24,6 @@ using ddp::testing::Subprocess;
 using namespace std::chrono_literals;
 
 namespace {
-
-const std::string kDdprun = std::string(DDP_BUILD_DIR) + "/apps/ddprun/ddprun";
 
 // Appends "<rank> <attempt>" to $STARTS_FILE (one write: lines from several workers never mix).
 void record_start() {

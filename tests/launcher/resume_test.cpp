@@ -23,6 +23,7 @@
 
 #include <ddp/checkpoint.h>
 
+#include "launcher_binaries.h"
 #include "support/multiprocess.h"
 #include "support/torchrun.h"
 
@@ -31,9 +32,6 @@ using ddp::testing::Subprocess;
 using namespace std::chrono_literals;
 
 namespace {
-
-const std::string kDdprun = std::string(DDP_BUILD_DIR) + "/apps/ddprun/ddprun";
-const std::string kTrainer = std::string(DDP_BUILD_DIR) + "/tests/launcher/ddp_test_trainer";
 
 // 256 samples, 2 ranks x batch 8: 16 steps per epoch, 48 in all.
 constexpr int64_t kTotalSteps = 48;

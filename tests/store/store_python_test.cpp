@@ -42,7 +42,7 @@ int wait_for_port(Subprocess& p, std::chrono::seconds timeout) {
 }
 
 ddp::Store::Bytes bytes(std::initializer_list<uint8_t> b) { return ddp::Store::Bytes(b); }
-std::string str(const ddp::Store::Bytes& b) { return std::string(b.begin(), b.end()); }
+std::string bytes_text(const ddp::Store::Bytes& b) { return std::string(b.begin(), b.end()); }
 
 // (a) PyTorch hosts the store; our client does every op and PyTorch checks what it wrote.
 TEST(PythonInterop, OurClientAgainstPyTorchServer) {
@@ -69,10 +69,10 @@ TEST(PythonInterop, OurClientAgainstPyTorchServer) {
   s->set("cpp/binary", bytes({0, 200, 0, 7}));
   EXPECT_EQ(s->add("cpp/counter", 40), 40);
   EXPECT_EQ(s->add("cpp/counter", 2), 42);
-  EXPECT_EQ(str(s->compare_set("cpp/cas", {}, {'f', 'i', 'r', 's', 't'})), "first");
-  EXPECT_EQ(str(s->compare_set("cpp/cas", {'x'}, {'y'})), "first");
-  EXPECT_EQ(str(s->compare_set("cpp/cas", {'f', 'i', 'r', 's', 't'}, {'s', 'e', 'c', 'o', 'n', 'd'})), "second");
-  EXPECT_EQ(str(s->compare_set("cpp/missing", {'e'}, {'d'})), "e");
+  EXPECT_EQ(bytes_text(s->compare_set("cpp/cas", {}, {'f', 'i', 'r', 's', 't'})), "first");
+  EXPECT_EQ(bytes_text(s->compare_set("cpp/cas", {'x'}, {'y'})), "first");
+  EXPECT_EQ(bytes_text(s->compare_set("cpp/cas", {'f', 'i', 'r', 's', 't'}, {'s', 'e', 'c', 'o', 'n', 'd'})), "second");
+  EXPECT_EQ(bytes_text(s->compare_set("cpp/missing", {'e'}, {'d'})), "e");
   EXPECT_TRUE(s->check({"py/hello", "cpp/set"}));
   EXPECT_FALSE(s->check({"cpp/missing"}));
   s->wait({"py/hello", "cpp/counter"}, 2s);

@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
+#include <unistd.h>  // environ (g++ defines _GNU_SOURCE)
 
 #include <cstdlib>
 #include <cstring>
@@ -11,8 +11,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
-
-extern char** environ;
 
 namespace ddp::testing {
 namespace {

@@ -29,7 +29,7 @@ fs::path fresh_file(const std::string& name) {
   return d / "metrics.jsonl";
 }
 
-std::string read_all(const fs::path& p) {
+std::string file_text(const fs::path& p) {
   std::ifstream in(p);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
@@ -93,7 +93,7 @@ TEST(Reporter, TrainIntervalsEvaluationsAndSummaryInTheMetricsFile) {
   ASSERT_TRUE(std::regex_match(line, m, std::regex(R"((\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) (.*)\n)"))) << line;
   const std::string ts = m[1];
   EXPECT_EQ(m[2].str(), "epoch=2 eval_loss=0.250000 accuracy=0.875000 lr=0.001");
-  EXPECT_EQ(read_all(path),
+  EXPECT_EQ(file_text(path),
             R"({"type":"train","step":40,"epoch":2,"train_loss":0.5,"images_per_sec":1234.5,"elapsed_s":12.5,"eta_s":null})"
             "\n"
             R"({"type":"eval","step":40,"epoch":2,"eval_loss":0.25,"total":100})"
@@ -101,7 +101,7 @@ TEST(Reporter, TrainIntervalsEvaluationsAndSummaryInTheMetricsFile) {
             R"({"type":"summary","steps":40})"
             "\n");
   // Katib's JSON format: string values and the line's timestamp under "timestamp".
-  EXPECT_EQ(read_all(katib), R"({"timestamp":")" + ts +
+  EXPECT_EQ(file_text(katib), R"({"timestamp":")" + ts +
                                  R"(","epoch":"2","eval_loss":"0.250000","accuracy":"0.875000","lr":"0.001"})"
                                  "\n");
   fs::remove_all(path.parent_path());
@@ -126,10 +126,10 @@ TEST(Reporter, NonFiniteMetricsAreLeftOffTheLineAndTheKatibFileWithAWarning) {
   EXPECT_NE(out.find(" epoch=1 accuracy=0.500000\n"), std::string::npos) << out;
   EXPECT_NE(err.find("eval_loss is nan at epoch 1: left off the metric line"), std::string::npos) << err;
   EXPECT_NE(err.find("train_loss is inf at epoch 1"), std::string::npos) << err;
-  const std::string k = read_all(katib);
+  const std::string k = file_text(katib);
   EXPECT_NE(k.find(R"(,"epoch":"1","accuracy":"0.500000"})"), std::string::npos) << k;
   EXPECT_EQ(k.find("eval_loss"), std::string::npos) << k;
-  EXPECT_NE(read_all(path).find(R"("eval_loss":null)"), std::string::npos) << "the metrics file keeps null";
+  EXPECT_NE(file_text(path).find(R"("eval_loss":null)"), std::string::npos) << "the metrics file keeps null";
   fs::remove_all(path.parent_path());
 }
 
@@ -189,7 +189,7 @@ TEST(Reporter, ElapsedAndEtaOnTheLinesAndInTheRecords) {
   }
   EXPECT_NE(err.find("images/s elapsed 0:10 eta ?  "), std::string::npos) << err;
   EXPECT_NE(err.find("images/s elapsed 0:15 eta 0:10  "), std::string::npos) << err;
-  const std::string records = read_all(path);
+  const std::string records = file_text(path);
   EXPECT_NE(records.find(R"("step":30,"epoch":2,"train_loss":0.5,"images_per_sec":1234.5,)"
                          R"("elapsed_s":10,"eta_s":null})"),
             std::string::npos)

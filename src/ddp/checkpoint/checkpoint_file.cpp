@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "util/crc32c.h"
+#include "util/little_endian.h"
 
 namespace ddp::detail {
 
@@ -17,25 +18,10 @@ using util::crc32c;
 
 namespace {
 
-constexpr char kMagic[8] = {'D', 'D', 'P', 'C', 'K', 'P', 'T', '1'};
+constexpr char kCheckpointMagic[8] = {'D', 'D', 'P', 'C', 'K', 'P', 'T', '1'};
 constexpr uint32_t kVersion = 1;
 
-void put_u32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-void put_u64(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-uint32_t get_u32(std::string_view b, size_t at) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
-  return v;
-}
-uint64_t get_u64(std::string_view b, size_t at) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
-  return v;
-}
+uint32_t get_u32(std::string_view b, size_t at) { return static_cast<uint32_t>(util::read_le(b, at, 4)); }
 
 std::string hex32(uint32_t v) {
   char buf[16];
@@ -48,12 +34,12 @@ std::string errno_text(int err) { return std::strerror(err); }
 }  // namespace
 
 std::string make_checkpoint_header(std::string_view payload) {
-  std::string h(kMagic, sizeof kMagic);
-  put_u32(h, kVersion);
-  put_u32(h, 0);
-  put_u64(h, payload.size());
-  put_u32(h, crc32c(payload.data(), payload.size()));
-  put_u32(h, crc32c(h.data(), h.size()));
+  std::string h(kCheckpointMagic, sizeof kCheckpointMagic);
+  util::append_le(h, kVersion, 4);
+  util::append_le(h, 0, 4);
+  util::append_le(h, payload.size(), 8);
+  util::append_le(h, crc32c(payload.data(), payload.size()), 4);
+  util::append_le(h, crc32c(h.data(), h.size()), 4);
   return h;
 }
 
@@ -62,7 +48,7 @@ std::string_view verified_payload(const std::string& path, std::string_view byte
   if (bytes.size() < kCheckpointHeaderSize)
     throw fail("truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the " +
                std::to_string(kCheckpointHeaderSize) + "-byte header");
-  if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+  if (std::memcmp(bytes.data(), kCheckpointMagic, sizeof kCheckpointMagic) != 0)
     throw fail("not a ddp checkpoint (bad magic bytes)");
   uint32_t stored_header_crc = get_u32(bytes, 28);
   uint32_t header_crc = crc32c(bytes.data(), 28);
@@ -77,7 +63,7 @@ std::string_view verified_payload(const std::string& path, std::string_view byte
   uint32_t reserved = get_u32(bytes, 12);
   if (reserved != 0)
     throw fail("reserved header field is " + hex32(reserved) + ", not 0 (written by a newer or foreign writer)");
-  uint64_t payload_size = get_u64(bytes, 16);
+  uint64_t payload_size = util::read_le(bytes, 16, 8);
   uint64_t present = bytes.size() - kCheckpointHeaderSize;
   if (present < payload_size)
     throw fail("truncated: header says " + std::to_string(payload_size) + " payload bytes, file has " +

@@ -11,19 +11,13 @@
 #include <mutex>
 #include <optional>
 
+#include "util/little_endian.h"
 #include "util/numbers.h"
 
 namespace ddp::detail {
 namespace {
 
-constexpr char kMagic[8] = {'D', 'D', 'P', 'R', 'N', 'G', '1', '\n'};
-
-void put_u32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-void put_u64(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
+constexpr char kRngMagic[8] = {'D', 'D', 'P', 'R', 'N', 'G', '1', '\n'};
 
 std::string state_bytes(at::Generator& gen) {
   std::lock_guard<std::mutex> lock(gen.mutex());
@@ -67,13 +61,13 @@ std::vector<std::pair<std::string, at::Generator>> all_generators(const NamedGen
 
 std::string capture_rng_states(const NamedGenerators& tracked, bool include_cuda) {
   auto gens = all_generators(tracked, include_cuda);
-  std::string out(kMagic, sizeof kMagic);
-  put_u32(out, static_cast<uint32_t>(gens.size()));
+  std::string out(kRngMagic, sizeof kRngMagic);
+  util::append_le(out, gens.size(), 4);
   for (auto& [name, gen] : gens) {
     std::string state = state_bytes(gen);
-    put_u32(out, static_cast<uint32_t>(name.size()));
+    util::append_le(out, name.size(), 4);
     out += name;
-    put_u64(out, state.size());
+    util::append_le(out, state.size(), 8);
     out += state;
   }
   return out;
@@ -92,12 +86,9 @@ void restore_rng_states(const std::string& blob, const NamedGenerators& tracked,
     return s;
   };
   auto take_u = [&](int bytes) {
-    std::string s = take(static_cast<size_t>(bytes));
-    uint64_t v = 0;
-    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(s[i]);
-    return v;
+    return util::read_le(take(static_cast<size_t>(bytes)), 0, bytes);
   };
-  if (take(sizeof kMagic) != std::string(kMagic, sizeof kMagic)) throw fail("bad magic");
+  if (take(sizeof kRngMagic) != std::string(kRngMagic, sizeof kRngMagic)) throw fail("bad magic");
   uint64_t count = take_u(4);
   std::map<std::string, std::string> states;
   for (uint64_t i = 0; i < count; ++i) {
