@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "util/little_endian.h"
+
 namespace ddp::trainer::tensorboard {
 namespace {
 
@@ -24,14 +26,14 @@ void put_double(std::string& out, int field, double v) {
   put_key(out, field, kFixed64);
   uint64_t bits;
   std::memcpy(&bits, &v, 8);
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((bits >> (8 * i)) & 0xFF));
+  util::append_le(out, bits, 8);
 }
 
 void put_float(std::string& out, int field, float v) {
   put_key(out, field, kFixed32);
   uint32_t bits;
   std::memcpy(&bits, &v, 4);
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((bits >> (8 * i)) & 0xFF));
+  util::append_le(out, bits, 4);
 }
 
 void put_bytes(std::string& out, int field, std::string_view bytes) {
@@ -81,8 +83,7 @@ class WireReader {
 
   uint64_t fixed(int n) {
     if (bytes_.size() - at_ < static_cast<size_t>(n)) fail("a fixed-size field runs past the end");
-    uint64_t v = 0;
-    for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(bytes_[at_ + i])) << (8 * i);
+    const uint64_t v = util::read_le(bytes_, at_, n);
     at_ += static_cast<size_t>(n);
     return v;
   }

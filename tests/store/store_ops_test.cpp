@@ -12,12 +12,12 @@
 using namespace std::chrono_literals;
 using ddp::Store;
 using ddp::testing::connect_client;
+using ddp::testing::bytes_text;
 using ddp::testing::elapsed_ms;
 
 namespace {
 
 Store::Bytes bytes(const std::string& s) { return Store::Bytes(s.begin(), s.end()); }
-std::string str(const Store::Bytes& b) { return std::string(b.begin(), b.end()); }
 
 TEST(TCPStore, EveryOperation) {
   auto server = ddp::TCPStoreServer::start(0, "");
@@ -30,7 +30,7 @@ TEST(TCPStore, EveryOperation) {
   s->set("a", "alpha");
   EXPECT_EQ(s->get_string("a"), "alpha");
   s->set("a", bytes(std::string("\0\x01\xff", 3)));  // values are bytes, not strings
-  EXPECT_EQ(str(s->get("a")), std::string("\0\x01\xff", 3));
+  EXPECT_EQ(bytes_text(s->get("a")), std::string("\0\x01\xff", 3));
   s->set("empty", Store::Bytes{});
   EXPECT_TRUE(s->get("empty").empty());
 
@@ -40,11 +40,11 @@ TEST(TCPStore, EveryOperation) {
   EXPECT_EQ(s->add("n", 0), -2);
 
   // compare_set, c10d semantics.
-  EXPECT_EQ(str(s->compare_set("cs", bytes("x"), bytes("y"))), "x");  // missing, expected != "": not created
+  EXPECT_EQ(bytes_text(s->compare_set("cs", bytes("x"), bytes("y"))), "x");  // missing, expected != "": not created
   EXPECT_FALSE(s->check({"cs"}));
-  EXPECT_EQ(str(s->compare_set("cs", {}, bytes("first"))), "first");  // missing, expected "": created
-  EXPECT_EQ(str(s->compare_set("cs", bytes("nope"), bytes("second"))), "first");
-  EXPECT_EQ(str(s->compare_set("cs", bytes("first"), bytes("second"))), "second");
+  EXPECT_EQ(bytes_text(s->compare_set("cs", {}, bytes("first"))), "first");  // missing, expected "": created
+  EXPECT_EQ(bytes_text(s->compare_set("cs", bytes("nope"), bytes("second"))), "first");
+  EXPECT_EQ(bytes_text(s->compare_set("cs", bytes("first"), bytes("second"))), "second");
   EXPECT_EQ(s->get_string("cs"), "second");
 
   EXPECT_TRUE(s->check({"a", "n", "cs"}));
@@ -211,7 +211,7 @@ TEST(PrefixStore, PrefixesEveryKey) {
   EXPECT_EQ(p.add("n", 3), 3);
   EXPECT_EQ(base->get_string("group1/n"), "3");
   EXPECT_EQ(p.get_string("n"), "3");
-  EXPECT_EQ(str(p.compare_set("c", {}, bytes("1"))), "1");
+  EXPECT_EQ(bytes_text(p.compare_set("c", {}, bytes("1"))), "1");
   EXPECT_EQ(base->get_string("group1/c"), "1");
   EXPECT_TRUE(p.check({"k", "n", "c"}));
   EXPECT_FALSE(base->check({"k"}));

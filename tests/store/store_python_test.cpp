@@ -13,6 +13,7 @@
 #include "support/subprocess.h"
 
 using namespace std::chrono_literals;
+using ddp::testing::bytes_text;
 using ddp::testing::Subprocess;
 
 namespace {
@@ -42,7 +43,6 @@ int wait_for_port(Subprocess& p, std::chrono::seconds timeout) {
 }
 
 ddp::Store::Bytes bytes(std::initializer_list<uint8_t> b) { return ddp::Store::Bytes(b); }
-std::string bytes_text(const ddp::Store::Bytes& b) { return std::string(b.begin(), b.end()); }
 
 // (a) PyTorch hosts the store; our client does every op and PyTorch checks what it wrote.
 TEST(PythonInterop, OurClientAgainstPyTorchServer) {

@@ -87,5 +87,6 @@ std::string RawSocket::recv(size_t n, std::chrono::milliseconds timeout) {
 std::string u64le(uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); }
 std::string u32le(uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); }
 std::string wire_str(const std::string& s) { return u64le(s.size()) + s; }
+std::string bytes_text(const Store::Bytes& b) { return std::string(b.begin(), b.end()); }
 
 }  // namespace ddp::testing

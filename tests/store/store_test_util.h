@@ -43,4 +43,7 @@ std::string u32le(uint32_t v);
 inline const std::string kValidate = std::string(1, '\0') + u32le(0x3C85F7CE);
 std::string wire_str(const std::string& s);
 
+/// A value read from a store, as text.
+std::string bytes_text(const Store::Bytes& b);
+
 }  // namespace ddp::testing

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "util/little_endian.h"
+
 namespace ddp::data::cifar::pickle {
 namespace {
 
@@ -216,10 +218,7 @@ class Reader {
     return p_[pos_++];
   }
   uint64_t le(int n) {
-    const uint8_t* b = take(n);
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; --i) v = (v << 8) | b[i];
-    return v;
+    return util::read_le(std::string_view(reinterpret_cast<const char*>(take(n)), static_cast<size_t>(n)), 0, n);
   }
   std::string line() {
     size_t start = pos_;

@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "util/little_endian.h"
+
 namespace ddp::data::cifar {
 namespace {
 
@@ -28,9 +30,7 @@ class Writer {
       le(index, 4);
     }
   }
-  void le(uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out_ += static_cast<char>((v >> (8 * i)) & 0xFF);
-  }
+  void le(uint64_t v, int n) { util::append_le(out_, v, n); }
   void integer(int64_t v) {
     if (v >= 0 && v < 256) {
       out_ += 'K';
