@@ -137,16 +137,21 @@ TEST(GlooFailure, DeadPeerNamedWhileAnotherIsAwaited) {
 
 // Rank 1 never issues the allreduce. Rank 0 gets a TimeoutError naming the op once its timeout
 // (the per-op one when given, else the group's) has passed.
-int never_joins(std::chrono::milliseconds group_timeout, std::chrono::milliseconds op_timeout) {
-  // Every rank is up before the group is made: the rendezvous runs under a fifth of the short group
-  // timeout (600 ms), less than an instrumented process on a loaded machine may take to start.
-  auto store = worker_store();
-  store->add("never_joins/started", 1);
+// Returns once every rank has counted itself in under `key` (checks that happens within 60 s).
+void wait_until_every_rank_started(ddp::Store& store, const std::string& key) {
+  store.add(key, 1);
   const auto started = std::chrono::steady_clock::now();
-  while (store->add("never_joins/started", 0) < world()) {
+  while (store.add(key, 0) < world()) {
     check(seconds_since(started) < 60, "every rank started within 60 s");
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+int never_joins(std::chrono::milliseconds group_timeout, std::chrono::milliseconds op_timeout) {
+  // Every rank is up before the group is made, so that the short group timeout (3 s) measures the
+  // operation and not how long an instrumented process on a loaded machine takes to start.
+  auto store = worker_store();
+  wait_until_every_rank_started(*store, "never_joins/started");
   auto pg = make_test_group(store, ddp::GlooOptions().timeout(group_timeout));
   pg->barrier()->wait();
   const auto expected = op_timeout.count() > 0 ? op_timeout : group_timeout;
@@ -204,4 +209,27 @@ DDP_TEST_WORKER(rendezvous_missing_rank) {
 }
 TEST(GlooFailure, RendezvousMissingRank) {
   expect_all_succeeded(run_workers("rendezvous_missing_rank", 2, gloo_worker_options()));
+}
+
+// A rank that makes the group 3 s after the others, within their 8 s timeout, joins them. The pairs
+// connect under a fifth of the timeout (1.6 s here, process_group_gloo.cpp), and the rendezvous' wait
+// for the late rank's address used that fifth too: every rank failed with "store wait of
+// 'gloo/0/1' ... timed out after 1600 ms" (before the fix; ASan CI: a rank of five that started 2 s
+// late on a loaded machine, with a 10 s timeout).
+constexpr auto kLateBy = std::chrono::seconds(3);
+DDP_TEST_WORKER(late_rank_joins_within_the_timeout) {
+  auto store = worker_store();
+  wait_until_every_rank_started(*store, "late_rank/started");
+  if (rank() == kVictim) std::this_thread::sleep_for(kLateBy);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto pg = make_test_group(store, ddp::GlooOptions().timeout(std::chrono::seconds(8)));
+  if (rank() != kVictim)
+    check(seconds_since(t0) > 2.0, "the rendezvous waited for the late rank (" + std::to_string(seconds_since(t0)) + " s)");
+  std::vector<at::Tensor> t = {at::ones({1000})};
+  pg->allreduce(t)->wait();
+  check(t[0].eq(world()).all().item<bool>(), "the group works: allreduce of ones gives the world size");
+  return 0;
+}
+TEST(GlooFailure, LateRankWithinTheTimeoutJoins) {
+  expect_all_succeeded(run_workers("late_rank_joins_within_the_timeout", 3, gloo_worker_options()));
 }
