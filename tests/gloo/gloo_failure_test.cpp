@@ -216,15 +216,17 @@ TEST(GlooFailure, RendezvousMissingRank) {
 // for the late rank's address used that fifth too: every rank failed with "store wait of
 // 'gloo/0/1' ... timed out after 1600 ms" (before the fix; ASan CI: a rank of five that started 2 s
 // late on a loaded machine, with a 10 s timeout).
+constexpr int kLateRank = 1;
 constexpr auto kLateBy = std::chrono::seconds(3);
 DDP_TEST_WORKER(late_rank_joins_within_the_timeout) {
   auto store = worker_store();
   wait_until_every_rank_started(*store, "late_rank/started");
-  if (rank() == kVictim) std::this_thread::sleep_for(kLateBy);
+  if (rank() == kLateRank) std::this_thread::sleep_for(kLateBy);
   const auto t0 = std::chrono::steady_clock::now();
   auto pg = make_test_group(store, ddp::GlooOptions().timeout(std::chrono::seconds(8)));
-  if (rank() != kVictim)
-    check(seconds_since(t0) > 2.0, "the rendezvous waited for the late rank (" + std::to_string(seconds_since(t0)) + " s)");
+  const double waited = seconds_since(t0);
+  if (rank() != kLateRank)
+    check(waited > 2.0, "the rendezvous waited for the late rank (" + std::to_string(waited) + " s)");
   std::vector<at::Tensor> t = {at::ones({1000})};
   pg->allreduce(t)->wait();
   check(t[0].eq(world()).all().item<bool>(), "the group works: allreduce of ones gives the world size");
