@@ -56,7 +56,8 @@ std::vector<WorkerResult> run_workers(const std::string& worker, int world_size,
 /// GoogleTest assertion helper: every rank exited 0 (prints each rank's output otherwise).
 void expect_all_succeeded(const std::vector<WorkerResult>& results);
 
-/// A TCP port that was free a moment ago on 127.0.0.1.
+/// A TCP port for a store, outside the ephemeral range and reserved against other test processes
+/// until this one exits (support/free_port.cpp).
 int free_port();
 
 /// Path of this test executable.
