@@ -33,7 +33,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
       ("momentum", "SGD momentum", cxxopts::value<std::string>()->default_value("0.5"), "X")
       ("seed", "random seed (model init, shuffling, augmentation)", cxxopts::value<std::string>()->default_value("1"), "N")
       ("model", "net (the seed's CNN) or resnet18 (CIFAR stem)", cxxopts::value<std::string>()->default_value("net"), "{net|resnet18}")
-      ("model-type", "the AWS workshop's name for the model: custom (= --model net)", cxxopts::value<std::string>(), "{custom}");
+      ("model-type", "the AWS workshop's name for the model: custom (= --model net)", cxxopts::value<std::string>(), "{custom}")
+      ("sync-bn", "BatchNorm statistics over every rank's batch (ddp::SyncBatchNorm; --model resnet18)");
   ddp::CheckpointFlags::add_to(cli);
 
   // `train_cifar10 train`: SageMaker's files become the command line (trainer/sagemaker_mode.h).
@@ -65,6 +66,9 @@ std::optional<Options> parse_options(int argc, char** argv) {
       throw ddp::ConfigError("--model-type custom is --model net, but --model is '" + o.model + "'");
     o.model = "net";
   }
+  o.sync_bn = args.count("sync-bn") > 0;
+  if (o.sync_bn && o.model == "net")
+    throw ddp::ConfigError("--sync-bn synchronises BatchNorm, and --model net has none (use --model resnet18)");
   o.checkpoint = ddp::CheckpointFlags::from(args);
   return o;
 }

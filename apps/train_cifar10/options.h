@@ -31,6 +31,7 @@ struct Options {
   int workers = 1;               ///< loader threads
   int prefetch = 4;              ///< ready batches queued per loader
   bool augment = true;           ///< RandomCrop(32, 4) + flip on the training set
+  bool sync_bn = false;          ///< --sync-bn: ddp::SyncBatchNorm in the ResNet
 
   /// --checkpoint-dir, --checkpoint-every, --checkpoint-keep, --resume (shared by every trainer).
   ddp::CheckpointFlags checkpoint;

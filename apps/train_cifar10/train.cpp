@@ -208,7 +208,12 @@ int train(const Options& o) {
                   << "/model.pt";
   }
   torch::manual_seed(static_cast<uint64_t>(o.seed));  // same initial weights everywhere (DDP broadcasts rank 0's anyway)
-  Model net = ddp::models::make_model(ddp::models::ModelOptions(o.model).in_channels(3).num_classes(10).small_images(true)).module;
+  Model net = ddp::models::make_model(ddp::models::ModelOptions(o.model)
+                                              .in_channels(3)
+                                              .num_classes(10)
+                                              .small_images(true)
+                                              .sync_bn_group(o.sync_bn ? session.pg : nullptr))
+                  .module;
   net->to(session.device);
   return Trainer(o, session, std::move(data), net).run();
 }

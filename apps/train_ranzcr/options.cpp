@@ -43,7 +43,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
   cli.add_options("Model")
       ("arch", "the network, a torchvision ResNet", cxxopts::value<std::string>()->default_value("resnet18"), "{resnet18|resnet34|resnet50}")
       ("pretrained", "torchvision-converted weights (docs/RANZCR.md)", cxxopts::value<std::string>()->default_value(""), "FILE")
-      ("freeze-backbone", "train the head (fc) only");
+      ("freeze-backbone", "train the head (fc) only")
+      ("sync-bn", "BatchNorm statistics over every rank's batch (ddp::SyncBatchNorm)");
   cli.add_options("Training")
       ("epochs", "epochs", cxxopts::value<std::string>()->default_value("10"), "N")
       ("batch-size", "images per rank per step", cxxopts::value<std::string>()->default_value("32"), "N")
@@ -89,6 +90,7 @@ std::optional<Options> parse_options(int argc, char** argv) {
   o.arch = r["arch"].as<std::string>();
   o.pretrained = r["pretrained"].as<std::string>();
   o.freeze_backbone = r.count("freeze-backbone") > 0;
+  o.sync_bn = r.count("sync-bn") > 0;
   o.epochs = static_cast<int>(parse_int("--epochs", value("epochs"), 1, kIntMax));
   o.batch_size = parse_int("--batch-size", value("batch-size"), 1, kInt64Max);
   o.lr = parse_real("--lr", value("lr"), 0, kRealMax);

@@ -35,6 +35,7 @@ struct Options {
   std::string arch = "resnet18";
   std::string pretrained;
   bool freeze_backbone = false;
+  bool sync_bn = false;  ///< --sync-bn: ddp::SyncBatchNorm in the ResNet
   int epochs = 10;
   int64_t batch_size = 32;    ///< per rank, as in the seed
   double lr = 1e-3;

@@ -95,14 +95,15 @@ TrainData load_data(const Options& o, const ddp::trainer::Session& session) {
   return d;
 }
 
-// The seeded model (--arch, --pretrained, --freeze-backbone) on the session's device.
+// The seeded model (--arch, --pretrained, --freeze-backbone, --sync-bn) on the session's device.
 Model build_model(const Options& o, const ddp::trainer::Session& session) {
   torch::manual_seed(o.seed);
   auto built = ddp::models::make_model(ddp::models::ModelOptions(o.arch)
                                            .in_channels(1)
                                            .num_classes(kNumLabels)
                                            .pretrained(o.pretrained)
-                                           .freeze_backbone(o.freeze_backbone));
+                                           .freeze_backbone(o.freeze_backbone)
+                                           .sync_bn_group(o.sync_bn ? session.pg : nullptr));
   if (built.pretrained && session.rank0()) {
     DDP_LOG(INFO) << "--pretrained " << o.pretrained << ": " << built.pretrained->summary();
   }

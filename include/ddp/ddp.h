@@ -17,5 +17,6 @@
 #include <ddp/process_group_nccl.h>
 #include <ddp/signals.h>
 #include <ddp/store.h>
+#include <ddp/sync_batch_norm.h>
 #include <ddp/version.h>
 #include <ddp/world_info.h>

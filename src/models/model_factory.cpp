@@ -13,6 +13,7 @@ std::shared_ptr<Classifier> make_cifar_net(const ModelOptions& o) {
     throw ddp::ConfigError("model 'net' takes 3-channel images and 10 classes, not " + std::to_string(o.in_channels()) +
                            " and " + std::to_string(o.num_classes()));
   if (o.freeze_backbone()) throw ddp::ConfigError("model 'net' has no backbone to freeze");
+  if (o.sync_bn_group()) throw ddp::ConfigError("model 'net' has no BatchNorm to synchronise");
   return CifarNet().ptr();
 }
 
@@ -20,7 +21,8 @@ std::shared_ptr<Classifier> make_resnet(const ModelOptions& o) {
   ResNet net(ResNetOptions(parse_resnet_arch(o.name()))
                  .in_channels(o.in_channels())
                  .num_classes(o.num_classes())
-                 .cifar_stem(o.small_images()));
+                 .cifar_stem(o.small_images())
+                 .sync_bn_group(o.sync_bn_group()));
   return net.ptr();
 }
 

@@ -12,6 +12,8 @@
 // The construction draws from torch's default generator in the same order as constructing the
 // concrete module directly, so a seeded run initialises the same weights.
 
+#include <ddp/process_group.h>
+
 #include <torch/arg.h>
 
 #include <cstdint>
@@ -41,6 +43,8 @@ struct ModelOptions {
   TORCH_ARG(std::string, pretrained);
   /// Train the head only (ResNets: every parameter but fc's has requires_grad false).
   TORCH_ARG(bool, freeze_backbone) = false;
+  /// Non-null: a ResNet's BatchNorms are ddp::SyncBatchNorm over this group. net has none: ConfigError.
+  TORCH_ARG(std::shared_ptr<ddp::ProcessGroup>, sync_bn_group) = nullptr;
 };
 
 struct BuiltModel {

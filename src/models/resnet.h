@@ -9,6 +9,8 @@
 //   ResNet cifar(ResNetOptions(ResNetArch::kResNet18).num_classes(10).cifar_stem(true));  // CIFAR
 //   at::Tensor logits = net->forward(images);                        // [N, num_classes]
 
+#include <ddp/process_group.h>
+
 #include <ATen/core/Tensor.h>
 #include <torch/arg.h>
 #include <torch/nn/pimpl.h>
@@ -40,6 +42,9 @@ struct ResNetOptions {
   TORCH_ARG(bool, cifar_stem) = false;
   /// Zero-initialise the last BN of every residual branch (torchvision's zero_init_residual).
   TORCH_ARG(bool, zero_init_residual) = false;
+  /// Non-null: every BatchNorm is a ddp::SyncBatchNorm over this group (statistics of the whole
+  /// group's batch in training; the same names and shapes, so state dicts load either way).
+  TORCH_ARG(std::shared_ptr<ddp::ProcessGroup>, sync_bn_group) = nullptr;
 };
 
 class ResNetImpl : public Classifier {

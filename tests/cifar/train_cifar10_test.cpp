@@ -174,6 +174,7 @@ TEST(TrainCifar10, BadFlagsAndDataExitWithCode2NamingTheProblem) {
       {{"--data-dir", data, "--epochs", "0"}, "--epochs='0'"},
       {{"--data-dir", data, "--lr", "fast"}, "--lr='fast'"},
       {{"--data-dir", data, "--model", "vgg"}, "--model='vgg'"},
+      {{"--data-dir", data, "--sync-bn"}, "--sync-bn synchronises BatchNorm, and --model net has none"},
       {{"--data-dir", data, "--backend", "mpi"}, "--backend='mpi'"},
       {{"--data-dir", data, "--device", "cpu", "--backend", "nccl"}, "--backend nccl"},
       {{"--data-dir", data, "--bogus"}, "bogus"},
@@ -197,7 +198,7 @@ TEST(TrainCifar10, BadFlagsAndDataExitWithCode2NamingTheProblem) {
 }
 
 // SageMaker: SM_CHANNEL_TRAIN is the data folder and SM_MODEL_DIR receives model.pt. Also --model
-// resnet18 (the CIFAR-stem ResNet) trains and saves its BatchNorm buffers.
+// resnet18 (the CIFAR-stem ResNet) with --sync-bn trains on 2 ranks and saves its BatchNorm buffers.
 TEST(TrainCifar10, SageMakerDefaultsAndResNet18) {
   TempDir dir("cifar-sm");
   const std::string data = dir.path + "/data";
@@ -207,7 +208,7 @@ TEST(TrainCifar10, SageMakerDefaultsAndResNet18) {
   expect_success(runs);
   EXPECT_TRUE(fs::exists(dir.path + "/sm-model/model.pt"));
 
-  auto resnet = run_ranks(2, {"--data-dir", data, "--model", "resnet18", "--max-steps", "2", "--batch-size", "4",
+  auto resnet = run_ranks(2, {"--data-dir", data, "--model", "resnet18", "--sync-bn", "--max-steps", "2", "--batch-size", "4",
                               "--test-batch-size", "10", "--model-dir", dir.path + "/resnet"});
   expect_success(resnet);
   auto state = load_state(dir.path + "/resnet/model.pt");

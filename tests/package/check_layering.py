@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """No file outside libddp includes libddp's internal headers.
 
-libddp's internals (src/ddp/{core,store,gloo,nccl,reducer,checkpoint}) are neither installed nor
+libddp's internals (src/ddp/{core,store,gloo,nccl,reducer,layers,checkpoint}) are neither installed nor
 exported (hidden visibility): code outside those folders uses the public headers <ddp/...h> only.
 A test that exercises an internal unit on purpose compiles that unit into itself
 (ddp_test_internal_units in cmake/DdpHelpers.cmake) and is listed in TESTS_OF_INTERNALS.
@@ -11,7 +11,7 @@ import os
 import re
 import sys
 
-AREAS = ("core", "store", "gloo", "nccl", "reducer", "checkpoint")
+AREAS = ("core", "store", "gloo", "nccl", "reducer", "layers", "checkpoint")
 INTERNAL_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](ddp/(?:%s)/[^">]+)[">]' % "|".join(AREAS))
 LIBDDP_FOLDERS = tuple("src/ddp/%s/" % a for a in AREAS)
 SCANNED = ("include", "src", "apps", "tools", "tests", "bench")

@@ -16,6 +16,7 @@
 #include <thread>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <regex>
@@ -320,4 +321,43 @@ TEST(TrainRanzcr, BadFlagsAndDataExitTwoWithAReason) {
   EXPECT_EQ(skipped.status[0], 2) << skipped.output[0];
   EXPECT_NE(skipped.output[0].find("2 of 2 images missing"), std::string::npos) << skipped.output[0];
   fs::remove_all(bad);
+}
+
+// --sync-bn end to end: after one step, every BatchNorm's running statistics of 2 ranks x 8 images
+// with --sync-bn are those of 1 rank x 16 images (the same 16: the sampler deals rank r the
+// permutation's positions r, r+2, ...), and without --sync-bn they are rank 0's 8 images' only.
+// The statistics come from the forward of that first step, before any weight changes, so they
+// depend only on the initial weights and the batch.
+TEST(TrainRanzcr, SyncBnGivesEveryRankTheWholeBatchsStatistics) {
+  const std::string out = ddp::testing::make_temp_dir("ranzcr-sync-bn");
+  auto run = [&](int world, int batch, bool sync_bn, const std::string& name) {
+    std::vector<std::string> args = {"--data-dir", data_dir(), "--image-size", "64", "--epochs", "1", "--batch-size",
+                                     std::to_string(batch), "--workers", "0", "--no-augment", "--max-steps", "1",
+                                     "--model-dir", out + "/" + name};
+    if (sync_bn) args.push_back("--sync-bn");
+    TrainerRun r = run_trainer(world, args);
+    EXPECT_EQ(r.status, std::vector<int>(static_cast<size_t>(world), 0)) << all_output(r);
+    return ddp::models::read_state_dict(out + "/" + name + "/model.pt");
+  };
+  auto whole = run(1, 16, false, "one-rank");
+  auto synced = run(2, 8, true, "sync-bn");
+  auto local = run(2, 8, false, "local-bn");
+  if (HasFailure()) return;
+  auto max_stat_diff = [&](const std::map<std::string, at::Tensor>& a) {
+    double d = 0;
+    int stats = 0;
+    for (const auto& [name, t] : whole) {
+      if (name.find("running_") == std::string::npos) continue;
+      ++stats;
+      d = std::max(d, (a.at(name) - t).abs().max().item<double>());
+    }
+    EXPECT_EQ(stats, 2 * 20) << "ResNet-18 has 20 BatchNorms";
+    return d;
+  };
+  const double synced_diff = max_stat_diff(synced), local_diff = max_stat_diff(local);
+  std::cerr << "largest running-statistic difference from one rank on 16 images: " << synced_diff
+            << " with --sync-bn, " << local_diff << " without\n";
+  EXPECT_LE(synced_diff, 1e-4) << "--sync-bn: running statistics differ from one rank's on the whole batch";
+  EXPECT_GE(local_diff, 1e-3) << "without --sync-bn the statistics should be rank 0's 8 images' only";
+  fs::remove_all(out);
 }
