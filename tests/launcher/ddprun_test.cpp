@@ -190,12 +190,36 @@ TEST_F(Ddprun, GivesEveryWorkerTorchrunsEnvironmentAndPrefixesItsOutput) {
   EXPECT_NE(out.find("OMP_NUM_THREADS=1 for every worker"), std::string::npos) << out;
 }
 
-TEST_F(Ddprun, APermanentFailureIsNotRestartedAndItsCodeIsKept) {
-  Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "2", "--max-restarts", "3"}),
+// --restart-on retryable: a permanent error (1-127) ends the job at once, with its code.
+TEST_F(Ddprun, APermanentFailureIsNotRestartedWhenOnlyRetryableOnesRestartAndItsCodeIsKept) {
+  Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "2", "--max-restarts", "3", "--restart-on", "retryable"}),
                env({{"DDP_TEST_WORKER", "fail_sometimes"}, {"FAIL_RANK", "1"}, {"FAIL_CODE", "2"}, {"FAIL_ATTEMPTS", "9"}}));
   EXPECT_EQ(p.wait(60s), 2) << p.output();
   EXPECT_EQ(starts(starts_file), (std::set<std::string>{"0 0", "1 0"}));
   EXPECT_NE(p.output().find("worker rank 1 (local 1) exited with code 2: a permanent error"), std::string::npos)
+      << p.output();
+  EXPECT_NE(p.output().find("not restarted (--restart-on retryable)"), std::string::npos) << p.output();
+}
+
+// The default, as torchrun's: any failure restarts the group while restarts are left. A worker that
+// fails with exit 2 once and then succeeds ends the job with 0; one that keeps failing ends it,
+// after every restart, with its own (permanent) code.
+TEST_F(Ddprun, AnyFailureRestartsByDefaultLikeTorchrunAndThePermanentCodeIsKeptAtTheEnd) {
+  {
+    Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "2", "--max-restarts", "2"}),
+                 env({{"DDP_TEST_WORKER", "fail_sometimes"}, {"FAIL_RANK", "1"}, {"FAIL_CODE", "2"}, {"FAIL_ATTEMPTS", "1"}}));
+    EXPECT_EQ(p.wait(60s), 0) << p.output();
+    EXPECT_EQ(starts(starts_file), (std::set<std::string>{"0 0", "1 0", "0 1", "1 1"}));
+    EXPECT_NE(p.output().find("a permanent error (1-127); restarting every node's workers as attempt 1"),
+              std::string::npos)
+        << p.output();
+  }
+  std::filesystem::remove(starts_file);
+  Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "2", "--max-restarts", "2"}),
+               env({{"DDP_TEST_WORKER", "fail_sometimes"}, {"FAIL_RANK", "1"}, {"FAIL_CODE", "2"}, {"FAIL_ATTEMPTS", "9"}}));
+  EXPECT_EQ(p.wait(60s), 2) << p.output();
+  EXPECT_EQ(starts(starts_file), (std::set<std::string>{"0 0", "1 0", "0 1", "1 1", "0 2", "1 2"}));
+  EXPECT_NE(p.output().find("a permanent error (1-127), but no restarts are left (--max-restarts 2)"), std::string::npos)
       << p.output();
 }
 
@@ -299,7 +323,7 @@ TEST_F(Ddprun, TwoNodesBothEndWithAPermanentErrorOnEither) {
     return std::make_unique<Subprocess>(
         ddprun_args({"--nnodes", "2", "--node-rank", std::to_string(rank), "--master-addr", "127.0.0.1",
                      "--master-port", std::to_string(port), "--nproc-per-node", "1", "--max-restarts", "3",
-                     "--join-timeout", "30"}),
+                     "--restart-on", "retryable", "--join-timeout", "30"}),
         env({{"DDP_TEST_WORKER", "fail_sometimes"}, {"FAIL_RANK", "1"}, {"FAIL_CODE", "3"}, {"FAIL_ATTEMPTS", "9"}}));
   };
   auto node0 = node(0);
@@ -323,7 +347,7 @@ TEST_F(Ddprun, NodesStartedWithDifferentSettingsAllExit2) {
   auto node1 = node(1, "3");
   EXPECT_EQ(node1->wait(60s), 2) << node1->output();
   EXPECT_EQ(node0->wait(60s), 2) << node0->output();
-  EXPECT_NE(node1->output().find("every node needs the same --nnodes and --max-restarts"), std::string::npos)
+  EXPECT_NE(node1->output().find("every node needs the same --nnodes, --max-restarts and --restart-on"), std::string::npos)
       << node1->output();
   EXPECT_NE(node0->output().find("the job was ended by another node"), std::string::npos) << node0->output();
 }

@@ -116,6 +116,10 @@ TEST(LaunchConfig, StandaloneAndDefaults) {
   EXPECT_EQ(d.nnodes, 1);
   EXPECT_EQ(d.master_port, 29500);
   EXPECT_EQ(d.max_restarts, 0);
+  EXPECT_TRUE(d.restart_on_any_failure);  // torchrun's policy
+  EXPECT_FALSE(parse({"--restart_on", "retryable", "true"}).restart_on_any_failure);
+  EXPECT_FALSE(parse({"true"}, {{"PET_RESTART_ON", "retryable"}}).restart_on_any_failure);
+  EXPECT_TRUE(parse({"--restart-on=any", "true"}, {{"PET_RESTART_ON", "retryable"}}).restart_on_any_failure);
   EXPECT_EQ(d.grace_period, std::chrono::seconds(30));
   EXPECT_TRUE(parse({"--standalone=false", "true"}).standalone == false);
   EXPECT_TRUE(parse({"true"}, {{"PET_STANDALONE", "1"}}).standalone);
@@ -159,6 +163,8 @@ TEST(LaunchConfig, EveryBadValueIsAConfigErrorNamingItsSource) {
              "--master-port='0'");
   EXPECT_HAS(config_error({"true"}, {{"PET_MASTER_PORT", "http"}}), "PET_MASTER_PORT='http'");
   EXPECT_HAS(config_error({"--max-restarts", "-1", "true"}), "--max-restarts='-1'");
+  EXPECT_HAS(config_error({"--restart-on", "always", "true"}), "--restart-on='always' is not any or retryable");
+  EXPECT_HAS(config_error({"true"}, {{"PET_RESTART_ON", "never"}}), "PET_RESTART_ON='never' is not any or retryable");
   EXPECT_HAS(config_error({"--monitor-interval", "0", "true"}), "--monitor-interval='0' is out of range");
   EXPECT_HAS(config_error({"--monitor-interval", "fast", "true"}), "--monitor-interval='fast' is not a number");
   EXPECT_HAS(config_error({"--grace-period", "-2", "true"}), "--grace-period='-2'");

@@ -87,18 +87,21 @@ class Agent {
           return all_ok ? 0 : 128 + stop_signal_;
         }
         case Event::kLocalFailure: {
+          // The exit code keeps its class either way: when the restarts run out, a permanent error
+          // still ends the job with its own code, so the operator's ExitCode policy sees it.
           const bool permanent = !is_retryable_exit_code(o.code);
-          if (permanent || round >= config_.max_restarts) {
+          const char* kind = permanent ? "a permanent error (1-127)" : "retryable";
+          if ((permanent && !config_.restart_on_any_failure) || round >= config_.max_restarts) {
             int final_code = coord_->abort(o.code, "node " + std::to_string(config_.node_rank) + ": " + o.reason);
-            DDP_LOG(ERROR) << o.reason << ": "
-                           << (permanent ? "a permanent error (1-127), not restarted"
-                                         : "retryable, but no restarts are left (--max-restarts " +
-                                               std::to_string(config_.max_restarts) + ")");
+            DDP_LOG(ERROR) << o.reason << ": " << kind << ", "
+                           << (round >= config_.max_restarts
+                                   ? "but no restarts are left (--max-restarts " + std::to_string(config_.max_restarts) + ")"
+                                   : std::string("not restarted (--restart-on retryable)"));
             stop_workers(group, SIGTERM);
             return final_code;
           }
           int64_t next = coord_->request_restart(round);
-          DDP_LOG(WARN) << o.reason << ": retryable; restarting every node's workers as attempt " << next;
+          DDP_LOG(WARN) << o.reason << ": " << kind << "; restarting every node's workers as attempt " << next;
           stop_workers(group, SIGTERM);
           round = next;
           return std::nullopt;

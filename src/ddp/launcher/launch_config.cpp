@@ -39,7 +39,8 @@ const std::vector<FlagSpec>& flag_specs() {
       {"master-addr", Kind::kValue, "HOST", "node 0's address; it hosts the store there [MASTER_ADDR, 127.0.0.1]"},
       {"master-port", Kind::kValue, "PORT", "the store's port on node 0 [MASTER_PORT, 29500]"},
       {"standalone", Kind::kBool, "", "one node, store on a free local port"},
-      {"max-restarts", Kind::kValue, "N", "restarts of the worker group after a retryable failure [0]"},
+      {"max-restarts", Kind::kValue, "N", "restarts of the worker group after a failure (see --restart-on) [0]"},
+      {"restart-on", Kind::kValue, "{any|retryable}", "(ddprun) failures that restart: any (torchrun's), or retryable (exit >= 128) only, a permanent one (1-127) ending the job at once [any]"},
       {"monitor-interval", Kind::kValue, "SECONDS", "seconds between checks of workers and other nodes [0.1]"},
       {"grace-period", Kind::kValue, "SECONDS", "(ddprun) seconds between SIGTERM and SIGKILL when stopping workers [30]"},
       {"join-timeout", Kind::kValue, "SECONDS", "(ddprun) seconds to wait for node 0's store and the other nodes [900]"},
@@ -303,6 +304,11 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
     c.nproc_reason = "default";
   }
   if (auto r = s.get("max-restarts")) c.max_restarts = parse_int(*r, 0, 1000000);
+  if (auto r = s.get("restart-on")) {
+    if (r->value != "any" && r->value != "retryable")
+      throw ConfigError(r->source + "='" + util::printable(r->value) + "' is not any or retryable");
+    c.restart_on_any_failure = r->value == "any";
+  }
   if (auto r = s.get("monitor-interval")) c.monitor_interval = parse_seconds(*r, 0, false);
   if (auto r = s.get("grace-period")) c.grace_period = parse_seconds(*r, 0, true);
   if (auto r = s.get("join-timeout")) c.join_timeout = parse_seconds(*r, 0, false);
@@ -334,7 +340,8 @@ std::string LaunchConfig::describe() const {
   s << nproc_per_node << " worker(s) on node " << node_rank << "/" << nnodes << " (nproc from " << nproc_reason
     << ", node rank from " << node_rank_source << "), store " << master_addr << ":"
     << (master_port ? std::to_string(master_port) : std::string("<free port>")) << ", max restarts "
-    << max_restarts << ", program " << program[0];
+    << max_restarts << " (on " << (restart_on_any_failure ? "any failure" : "retryable failures") << "), program "
+    << program[0];
   return s.str();
 }
 
@@ -359,8 +366,9 @@ std::string launch_usage() {
   s << "Usage: ddprun [OPTION...] [--] PROGRAM [ARG...]\n\n"
        "Starts --nproc-per-node copies of PROGRAM with torchrun's environment (RANK, LOCAL_RANK,\n"
        "WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_*), prefixes their output with the rank,\n"
-       "restarts them together after a retryable failure (exit >= 128) and returns the failing\n"
-       "worker's exit code. Every option can also come from PET_<OPTION> (e.g. PET_NNODES).\n\n"
+       "restarts them together after a failure (any, as torchrun; --restart-on retryable: exit >= 128\n"
+       "only) and returns the failing worker's exit code. Every option can also come from\n"
+       "PET_<OPTION> (e.g. PET_NNODES).\n\n"
        "Options:\n";
   for (const auto& [left, help] : rows) {
     s << left;

@@ -45,6 +45,9 @@ struct LaunchConfig {
   int master_port = 29500;  ///< 0 (standalone): a free port picked by node 0
   bool standalone = false;
   int max_restarts = 0;
+  /// Which worker failures restart the group (while restarts are left): any, as torchrun; or only
+  /// retryable ones (exit >= 128), a permanent one (1-127) ending the job at once (--restart-on).
+  bool restart_on_any_failure = true;
   std::chrono::milliseconds monitor_interval{100};
   /// SIGTERM -> SIGKILL grace when stopping workers.
   std::chrono::milliseconds grace_period{30000};

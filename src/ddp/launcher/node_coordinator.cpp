@@ -25,7 +25,8 @@ std::string make_run_id() {
 }
 
 std::string config_line(const LaunchConfig& c) {
-  return "nnodes=" + std::to_string(c.nnodes) + " max_restarts=" + std::to_string(c.max_restarts);
+  return "nnodes=" + std::to_string(c.nnodes) + " max_restarts=" + std::to_string(c.max_restarts) +
+         " restart_on=" + (c.restart_on_any_failure ? "any" : "retryable");
 }
 
 std::string to_str(const Store::Bytes& b) { return std::string(b.begin(), b.end()); }
@@ -114,7 +115,7 @@ NodeCoordinator::Layout NodeCoordinator::join() {
     std::string theirs = store_->get_string(kPrefix + "config");
     if (theirs != config_line(config_)) {
       ConfigError mismatch("node " + std::to_string(me) + " was started with '" + config_line(config_) +
-                           "' but node 0 with '" + theirs + "': every node needs the same --nnodes and --max-restarts");
+                           "' but node 0 with '" + theirs + "': every node needs the same --nnodes, --max-restarts and --restart-on");
       abort(mismatch.exit_code(), mismatch.what());  // so the other nodes stop too, with the same code
       throw mismatch;
     }
