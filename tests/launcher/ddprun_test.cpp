@@ -287,6 +287,31 @@ TEST_F(Ddprun, WritesPerRankLogFiles) {
   EXPECT_NE(p.output().find("[1]: rank 1 attempt 0 started"), std::string::npos) << p.output();
 }
 
+// torchrun's manners: --tee without --log-dir writes to a new $TMPDIR/torchelastic_* folder (named
+// in ddprun's log), and --local-ranks-filter 1 keeps rank 0 off the console but not out of its files.
+TEST_F(Ddprun, TeeWithoutALogDirMakesOneAndTheRanksFilterOnlyTouchesTheConsole) {
+  const std::string tmp = dir + "/tmp";
+  fs::create_directories(tmp);
+  auto e = env({{"DDP_TEST_WORKER", "fail_sometimes"}, {"FAIL_ATTEMPTS", "0"}});
+  e["TMPDIR"] = tmp;
+  Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "2", "--run-id", "job2", "--tee", "3",
+                            "--local-ranks-filter", "1"}),
+               e);
+  EXPECT_EQ(p.wait(60s), 0) << p.output();
+  std::vector<fs::path> made;
+  for (const auto& entry : fs::directory_iterator(tmp)) made.push_back(entry.path());
+  ASSERT_EQ(made.size(), 1u) << p.output();
+  EXPECT_EQ(made[0].filename().string().rfind("torchelastic_", 0), 0u) << made[0];
+  EXPECT_NE(p.output().find("log directory set to: " + made[0].string()), std::string::npos) << p.output();
+  for (int rank : {0, 1}) {
+    std::ifstream out(made[0].string() + "/job2/attempt_0/" + std::to_string(rank) + "/stdout.log");
+    std::string text((std::istreambuf_iterator<char>(out)), {});
+    EXPECT_EQ(text, "rank " + std::to_string(rank) + " attempt 0 started\n") << "rank " << rank;
+  }
+  EXPECT_EQ(p.output().find("[0]: rank 0"), std::string::npos) << p.output();
+  EXPECT_NE(p.output().find("[1]: rank 1 attempt 0 started"), std::string::npos) << p.output();
+}
+
 TEST_F(Ddprun, BadFlagsAreConfigErrorsWithExit2) {
   Subprocess p({kDdprun, "--nproc-per-node", "many", "/bin/true"});
   EXPECT_EQ(p.wait(30s), 2);

@@ -140,6 +140,10 @@ TEST(LaunchConfig, LogDirTeeAndRedirects) {
   EXPECT_TRUE(d.tee.has_stdout(0));
   EXPECT_FALSE(d.tee.has_stdout(1));
   EXPECT_FALSE(d.tee.has_stderr(0));
+  // Without --log-dir, --tee and --redirects are still taken: ddprun makes a temporary folder, as torchrun.
+  EXPECT_TRUE(parse({"--tee", "3", "true"}).log_dir.empty());
+  EXPECT_FALSE(parse({"true"}).local_ranks_filter.has_value());
+  EXPECT_EQ(*parse({"--local_ranks_filter", "2,0,2", "true"}).local_ranks_filter, (std::set<int>{0, 2}));
   auto e = parse({"--log-dir", "/tmp/x", "-r", "0:2,1:1", "true"});
   EXPECT_TRUE(e.redirects.has_stderr(0));
   EXPECT_FALSE(e.redirects.has_stdout(0));
@@ -171,7 +175,11 @@ TEST(LaunchConfig, EveryBadValueIsAConfigErrorNamingItsSource) {
   EXPECT_HAS(config_error({"--run-id", "a/b", "true"}), "--run-id='a/b' may only hold");
   EXPECT_HAS(config_error({"--tee", "4", "--log-dir", "/tmp", "true"}), "--tee='4'");
   EXPECT_HAS(config_error({"--tee", "0:1,0:2", "--log-dir", "/tmp", "true"}), "names local rank 0 twice");
-  EXPECT_HAS(config_error({"--tee", "3", "true"}), "need --log-dir");
+  EXPECT_HAS(config_error({"--local-ranks-filter", "0,x", "true"}),
+             "--local-ranks-filter='0,x' is not a comma-separated list of local ranks (e.g. 0,1,2)");
+  EXPECT_HAS(config_error({"--local-ranks-filter", "", "true"}), "--local-ranks-filter='' is not a comma-separated list");
+  EXPECT_HAS(config_error({"--local-ranks-filter", "1,", "true"}), "--local-ranks-filter='1,' is not");
+  EXPECT_HAS(config_error({"--local-ranks-filter", "-1", "true"}), "--local-ranks-filter='-1' is not");
   EXPECT_HAS(config_error({"--standalone", "--nnodes", "2", "--node-rank", "0", "true"}), "--standalone runs one node");
   EXPECT_HAS(config_error({"--standalone=maybe", "true"}), "--standalone='maybe' is not a boolean");
   EXPECT_HAS(config_error({"--rdzv-backend", "etcd", "true"}), "--rdzv-backend='etcd' is not supported");

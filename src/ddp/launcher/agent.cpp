@@ -5,8 +5,12 @@
 #include <poll.h>
 #include <signal.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "ddp/launcher/node_coordinator.h"
 #include "ddp/launcher/output_pump.h"
@@ -23,6 +27,20 @@ using std::chrono::milliseconds;
 // How long a SIGKILLed worker may take to be gone before ddprun stops waiting for it.
 constexpr milliseconds kKillWait{10000};
 
+// --tee / --redirects without --log-dir: a fresh folder, as torchrun makes (tempfile.mkdtemp with
+// the prefix "torchelastic_", in $TMPDIR). ConfigError when it cannot be made.
+std::string make_temporary_log_dir(const std::map<std::string, std::string>& env) {
+  auto tmp = env.find("TMPDIR");
+  std::string path = (tmp != env.end() && !tmp->second.empty() ? tmp->second : std::string("/tmp")) +
+                     "/torchelastic_XXXXXX";
+  std::vector<char> buf(path.begin(), path.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data()))
+    throw ConfigError("--tee / --redirects without --log-dir: cannot make a log folder " + path + ": " +
+                      std::strerror(errno));
+  return buf.data();
+}
+
 // A --log-dir that cannot be created is a bad flag (exit 2), not bad data.
 void make_log_dirs(const std::string& dir) {
   try {
@@ -34,10 +52,15 @@ void make_log_dirs(const std::string& dir) {
 
 class Agent {
  public:
-  Agent(const LaunchConfig& config, const std::map<std::string, std::string>& env) : config_(config), env_(env) {}
+  Agent(const LaunchConfig& config, const std::map<std::string, std::string>& env)
+      : config_(config), env_(env), log_dir_(config.log_dir) {}
 
   int run() {
     DDP_LOG(INFO) << "ddprun: " << config_.describe();
+    if (log_dir_.empty() && (config_.tee.any() || config_.redirects.any())) {
+      log_dir_ = make_temporary_log_dir(env_);
+      DDP_LOG(INFO) << "log directory set to: " << log_dir_ << " (--tee / --redirects without --log-dir)";
+    }
     if (config_.nproc_per_node > 1 && !env_.count("OMP_NUM_THREADS"))
       DDP_LOG(WARN) << "setting OMP_NUM_THREADS=1 for every worker so " << config_.nproc_per_node
                     << " workers do not oversubscribe the CPUs (as torchrun does); set it to tune";
@@ -209,8 +232,13 @@ class Agent {
       for (auto& [k, v] : env) spec.env.push_back(k + "=" + v);
       spec.stdout_to_console = !config_.redirects.has_stdout(lr);
       spec.stderr_to_console = !config_.redirects.has_stderr(lr);
-      if (!config_.log_dir.empty()) {
-        std::string dir = config_.log_dir + "/" + layout_.run_id + "/attempt_" + std::to_string(round) + "/" +
+      if (config_.local_ranks_filter && !config_.local_ranks_filter->count(lr)) {
+        // torchrun's --local-ranks-filter: the other ranks print nothing; their files stay.
+        spec.stdout_to_console = false;
+        spec.stderr_to_console = false;
+      }
+      if (!log_dir_.empty()) {
+        std::string dir = log_dir_ + "/" + layout_.run_id + "/attempt_" + std::to_string(round) + "/" +
                           std::to_string(rank);
         make_log_dirs(dir);
         spec.stdout_file = dir + "/stdout.log";
@@ -298,6 +326,7 @@ class Agent {
 
   const LaunchConfig& config_;
   std::map<std::string, std::string> env_;
+  std::string log_dir_;  ///< --log-dir, or the temporary one --tee / --redirects get without it
   SignalPipe signals_;
   OutputPump pump_;
   std::unique_ptr<NodeCoordinator> coord_;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "util/env.h"
@@ -47,9 +48,10 @@ const std::vector<FlagSpec>& flag_specs() {
       {"store-timeout", Kind::kValue, "SECONDS", "(ddprun) seconds one store request may take once joined; then exit 201 [30]"},
       {"run-id", Kind::kValue, "NAME", "job id: TORCHELASTIC_RUN_ID and the --log-dir subfolder [made up by node 0]"},
       {"role", Kind::kValue, "NAME", "worker role name (ROLE_NAME) [default]"},
-      {"log-dir", Kind::kValue, "DIR", "write <log-dir>/<run-id>/attempt_<n>/<rank>/{stdout,stderr}.log"},
-      {"tee", Kind::kValue, "{0|1|2|3|LIST}", "accepted as torchrun's (0-3 or 'local_rank:v,...'): with --log-dir every stream is teed"},
+      {"log-dir", Kind::kValue, "DIR", "write <log-dir>/<run-id>/attempt_<n>/<rank>/{stdout,stderr}.log [a new $TMPDIR/torchelastic_* with --tee or --redirects]"},
+      {"tee", Kind::kValue, "{0|1|2|3|LIST}", "accepted as torchrun's (0-3 or 'local_rank:v,...'): every stream is written to the log folder and the console"},
       {"redirects", Kind::kValue, "{0|1|2|3|LIST}", "streams kept off the console (files only): 0 none 1 out 2 err 3 both, or 'lr:v,...'"},
+      {"local-ranks-filter", Kind::kValue, "LIST", "only these local ranks (e.g. 0,1) print to the console; files are unaffected [all]"},
       {"no-python", Kind::kBool, "", "accepted for torchrun compatibility (ddprun always runs the program itself)"},
       {"start-method", Kind::kIgnored, "{spawn|fork|forkserver}", "accepted for torchrun compatibility (spawn, fork, forkserver)"},
       {"rdzv-backend", Kind::kValue, "{static|c10d}", "static or c10d: both mean a fixed set of nodes around node 0's store"},
@@ -107,6 +109,21 @@ class Sources {
 };
 
 int parse_int(const Raw& r, long long lo, long long hi) { return static_cast<int>(util::parse_int(r.source, r.value, lo, hi)); }
+
+// --local-ranks-filter "0,1,2": local ranks, as torchrun's (a rank may repeat).
+std::set<int> parse_local_ranks(const Raw& r) {
+  std::set<int> ranks;
+  std::string item;
+  std::istringstream in(r.value);
+  try {
+    while (std::getline(in, item, ',')) ranks.insert(static_cast<int>(util::parse_int(r.source, item, 0, util::kMaxRanks)));
+  } catch (const ConfigError&) {
+    ranks.clear();
+  }
+  if (ranks.empty() || r.value.empty() || r.value.back() == ',')
+    throw ConfigError(r.source + "='" + util::printable(r.value) + "' is not a comma-separated list of local ranks (e.g. 0,1,2)");
+  return ranks;
+}
 
 std::chrono::milliseconds parse_seconds(const Raw& r, double lo, bool lo_inclusive) {
   const std::optional<double> seconds = util::to_real(r.value);
@@ -327,8 +344,7 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
   if (auto r = s.get("log-dir")) c.log_dir = r->value;
   if (auto r = s.get("tee")) c.tee = StreamSpec::parse(r->source, r->value);
   if (auto r = s.get("redirects")) c.redirects = StreamSpec::parse(r->source, r->value);
-  if ((c.tee.any() || c.redirects.any()) && c.log_dir.empty())
-    throw ConfigError("--tee / --redirects write per-rank files and need --log-dir");
+  if (auto r = s.get("local-ranks-filter")) c.local_ranks_filter = parse_local_ranks(*r);
 
   if (c.program.empty()) throw ConfigError("no program to run: ddprun [options] [--] program [args...]");
   c.program[0] = util::resolve_program(c.program[0], env);

@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,9 @@ struct LaunchConfig {
   /// Every stream of every worker is written to <log-dir>/<run-id>/attempt_<n>/<rank>/{stdout,stderr}.log;
   /// empty: no files.
   std::string log_dir;
+  /// --local-ranks-filter: only these local ranks' output reaches ddprun's console (files are
+  /// unaffected); unset: every rank's.
+  std::optional<std::set<int>> local_ranks_filter;
   StreamSpec tee;        ///< torchrun's --tee, validated; with log_dir every stream is teed anyway
   StreamSpec redirects;  ///< streams kept off the console (they still go to their file)
   bool no_python = false;  ///< accepted for torchrun compatibility; ddprun never runs python
