@@ -151,6 +151,29 @@ TEST(LaunchConfig, LogDirTeeAndRedirects) {
   EXPECT_FALSE(e.redirects.has_stdout(2));
 }
 
+// --rdzv-conf: what ddprun takes, what it names as having no effect, and what it refuses.
+TEST(LaunchConfig, RdzvConfKeysWorkOrAreNamedNeverDropped) {
+  auto c = parse({"--rdzv-conf", "join_timeout=90, read_timeout=7.5,last_call_timeout=30,is_host=false", "true"});
+  EXPECT_EQ(c.join_timeout, std::chrono::seconds(90));
+  EXPECT_EQ(c.store_timeout, std::chrono::milliseconds(7500));
+  ASSERT_EQ(c.notes.size(), 2u);
+  EXPECT_NE(c.notes[0].find("--rdzv-conf: last_call_timeout=30 has no effect: an elastic round's last call"),
+            std::string::npos) << c.notes[0];
+  EXPECT_NE(c.notes[1].find("is_host=false has no effect"), std::string::npos) << c.notes[1];
+  auto d = parse({"--rdzv_conf=timeout=45", "--join-timeout", "60", "true"});  // the flag wins, and says so
+  EXPECT_EQ(d.join_timeout, std::chrono::seconds(60));
+  ASSERT_EQ(d.notes.size(), 1u);
+  EXPECT_EQ(d.notes[0], "--join-timeout wins over --rdzv-conf join_timeout");
+  EXPECT_EQ(parse({"true"}, {{"PET_RDZV_CONF", "read_timeout=3"}}).store_timeout, std::chrono::seconds(3));
+  EXPECT_TRUE(parse({"--rdzv-conf", "", "true"}).notes.empty());
+  EXPECT_HAS(config_error({"--rdzv-conf", "join_timout=5", "true"}),
+             "--rdzv-conf: 'join_timout' is not a c10d rendezvous setting ddprun knows");
+  EXPECT_HAS(config_error({"--rdzv-conf", "join_timeout", "true"}), "is not a list of key=value (at 'join_timeout')");
+  EXPECT_HAS(config_error({"--rdzv-conf", "join_timeout=5,", "true"}), "ends with a comma");
+  EXPECT_HAS(config_error({"--rdzv-conf", "read_timeout=soon", "true"}), "read_timeout='soon' is not a number of seconds");
+  EXPECT_HAS(config_error({"true"}, {{"PET_RDZV_CONF", "join_timeout=-1"}}), "PET_RDZV_CONF: join_timeout='-1'");
+}
+
 TEST(LaunchConfig, EveryBadValueIsAConfigErrorNamingItsSource) {
   EXPECT_HAS(config_error({"--nproc-per-node", "0", "true"}), "--nproc-per-node='0' is out of range");
   EXPECT_HAS(config_error({"--nproc-per-node", "two", "true"}), "--nproc-per-node='two' is not an integer");

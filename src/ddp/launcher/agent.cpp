@@ -57,6 +57,7 @@ class Agent {
 
   int run() {
     DDP_LOG(INFO) << "ddprun: " << config_.describe();
+    for (const auto& note : config_.notes) DDP_LOG(WARN) << note;
     if (log_dir_.empty() && (config_.tee.any() || config_.redirects.any())) {
       log_dir_ = make_temporary_log_dir(env_);
       DDP_LOG(INFO) << "log directory set to: " << log_dir_ << " (--tee / --redirects without --log-dir)";

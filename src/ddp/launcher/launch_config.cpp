@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "ddp/launcher/rdzv_conf.h"
 #include "util/env.h"
 #include "util/help_epilogue.h"
 #include "util/nproc.h"
@@ -57,7 +58,7 @@ const std::vector<FlagSpec>& flag_specs() {
       {"rdzv-backend", Kind::kValue, "{static|c10d}", "static or c10d: both mean a fixed set of nodes around node 0's store"},
       {"rdzv-endpoint", Kind::kValue, "HOST:PORT", "host:port, taken as --master-addr/--master-port when those are unset"},
       {"rdzv-id", Kind::kValue, "NAME", "taken as --run-id when that is unset"},
-      {"rdzv-conf", Kind::kIgnored, "LIST", "accepted for torchrun compatibility, no effect"},
+      {"rdzv-conf", Kind::kValue, "LIST", "key=value,...: join_timeout (or timeout) and read_timeout set --join-timeout and --store-timeout; the elastic round's keys are logged as having no effect"},
   };
   return specs;
 }
@@ -330,6 +331,18 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
   if (auto r = s.get("grace-period")) c.grace_period = parse_seconds(*r, 0, true);
   if (auto r = s.get("join-timeout")) c.join_timeout = parse_seconds(*r, 0, false);
   if (auto r = s.get("store-timeout")) c.store_timeout = parse_seconds(*r, 0, false);
+  if (auto r = s.get("rdzv-conf")) {
+    RdzvConf conf = parse_rdzv_conf(r->source, r->value);
+    auto take = [&](const std::optional<std::chrono::milliseconds>& value, const char* flag, const char* key,
+                    std::chrono::milliseconds& into) {
+      if (!value) return;
+      if (s.get(flag)) c.notes.push_back("--" + std::string(flag) + " wins over " + r->source + " " + key);
+      else into = *value;
+    };
+    take(conf.join_timeout, "join-timeout", "join_timeout", c.join_timeout);
+    take(conf.store_timeout, "store-timeout", "read_timeout", c.store_timeout);
+    c.notes.insert(c.notes.end(), conf.no_effect.begin(), conf.no_effect.end());
+  }
   if (auto r = s.get("run-id")) {
     check_name(*r);
     c.run_id = r->value;

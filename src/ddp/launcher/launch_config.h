@@ -66,6 +66,8 @@ struct LaunchConfig {
   /// --local-ranks-filter: only these local ranks' output reaches ddprun's console (files are
   /// unaffected); unset: every rank's.
   std::optional<std::set<int>> local_ranks_filter;
+  /// Settings that were accepted but have no effect, or lost to another: ddprun logs each at start.
+  std::vector<std::string> notes;
   StreamSpec tee;        ///< torchrun's --tee, validated; with log_dir every stream is teed anyway
   StreamSpec redirects;  ///< streams kept off the console (they still go to their file)
   bool no_python = false;  ///< accepted for torchrun compatibility; ddprun never runs python
