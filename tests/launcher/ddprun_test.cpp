@@ -312,6 +312,31 @@ TEST_F(Ddprun, TeeWithoutALogDirMakesOneAndTheRanksFilterOnlyTouchesTheConsole) 
   EXPECT_NE(p.output().find("[1]: rank 1 attempt 0 started"), std::string::npos) << p.output();
 }
 
+// As torchrun: `ddprun script.py` and `ddprun -m module` run under python3 -u, with the same
+// environment as any worker; `--no-python script.py` runs the script itself.
+TEST_F(Ddprun, RunsPythonScriptsAndModulesLikeTorchrun) {
+  const std::string script = dir + "/show_rank.py";
+  std::ofstream(script) << "import os, sys\nprint('python', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'], sys.argv[1:])\n";
+  fs::create_directories(dir + "/mods");
+  std::ofstream(dir + "/mods/show_module.py") << "import os\nprint('module', os.environ['LOCAL_RANK'])\n";
+  auto e = env({});
+  e["PATH"] = "/usr/bin:/bin";
+  Subprocess p({kDdprun, "--standalone", "--nproc-per-node", "2", script, "--lr", "1"}, e);
+  EXPECT_EQ(p.wait(60s), 0) << p.output();
+  for (const char* line : {"[0]: python 0 of 2 ['--lr', '1']", "[1]: python 1 of 2 ['--lr', '1']"})
+    EXPECT_NE(p.output().find(line), std::string::npos) << line << "\nin:\n" << p.output();
+  e["PYTHONPATH"] = dir + "/mods";
+  Subprocess m({kDdprun, "--standalone", "--nproc-per-node", "2", "-m", "show_module"}, e);
+  EXPECT_EQ(m.wait(60s), 0) << m.output();
+  EXPECT_NE(m.output().find("[1]: module 1"), std::string::npos) << m.output();
+  const std::string shell_script = dir + "/not_python.py";
+  std::ofstream(shell_script) << "#!/bin/sh\necho shell \"$RANK\"\n";
+  fs::permissions(shell_script, fs::perms::owner_all);
+  Subprocess n({kDdprun, "--standalone", "--no-python", shell_script}, e);
+  EXPECT_EQ(n.wait(60s), 0) << n.output();
+  EXPECT_NE(n.output().find("[0]: shell 0"), std::string::npos) << n.output();
+}
+
 TEST_F(Ddprun, BadFlagsAreConfigErrorsWithExit2) {
   Subprocess p({kDdprun, "--nproc-per-node", "many", "/bin/true"});
   EXPECT_EQ(p.wait(30s), 2);

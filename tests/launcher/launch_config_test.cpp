@@ -2,6 +2,8 @@
 #include <ddp/errors.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -152,6 +154,24 @@ TEST(LaunchConfig, LogDirTeeAndRedirects) {
 }
 
 // --rdzv-conf: what ddprun takes, what it names as having no effect, and what it refuses.
+// torchrun runs its script with Python: so does ddprun for a .py script and for -m; any other
+// program, and a .py script under --no-python, runs itself.
+TEST(LaunchConfig, PythonScriptsAndModulesRunWithPython3LikeTorchrun) {
+  const std::string dir = ddp::testing::make_temp_dir("launch-python");
+  const std::string script = dir + "/train.py";
+  std::ofstream(script) << "print('hi')\n";
+  const Env env = {{"PATH", "/usr/bin:/bin"}};
+  auto c = parse({"--nproc-per-node", "2", script, "--epochs", "1"}, env);
+  EXPECT_EQ(c.program, (std::vector<std::string>{"/usr/bin/python3", "-u", script, "--epochs", "1"}));
+  auto m = parse({"-m", "pkg.train", "--lr", "1"}, env);
+  EXPECT_EQ(m.program, (std::vector<std::string>{"/usr/bin/python3", "-u", "-m", "pkg.train", "--lr", "1"}));
+  EXPECT_EQ(parse({"--module", "pkg.train"}, env).program[2], "-m");
+  ::chmod(script.c_str(), 0755);
+  EXPECT_EQ(parse({"--no-python", script}, env).program, (std::vector<std::string>{script}));
+  EXPECT_EQ(parse({"true"}, env).program, (std::vector<std::string>{"/usr/bin/true"}));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(LaunchConfig, RdzvConfKeysWorkOrAreNamedNeverDropped) {
   auto c = parse({"--rdzv-conf", "join_timeout=90, read_timeout=7.5,last_call_timeout=30,is_host=false", "true"});
   EXPECT_EQ(c.join_timeout, std::chrono::seconds(90));
@@ -207,7 +227,10 @@ TEST(LaunchConfig, EveryBadValueIsAConfigErrorNamingItsSource) {
   EXPECT_HAS(config_error({"--standalone=maybe", "true"}), "--standalone='maybe' is not a boolean");
   EXPECT_HAS(config_error({"--rdzv-backend", "etcd", "true"}), "--rdzv-backend='etcd' is not supported");
   EXPECT_HAS(config_error({"--frobnicate", "true"}), "unknown option '--frobnicate'");
-  EXPECT_HAS(config_error({"-m", "mod"}), "not python modules");
+  EXPECT_HAS(config_error({"-m", "--no-python", "mod"}), "-m/--module runs a Python module and --no-python");
+  EXPECT_HAS(config_error({"missing_script.py"}), "script 'missing_script.py' cannot be read (ddprun runs it as python3 -u");
+  EXPECT_HAS(config_error({"-m", "mod"}, {{"PATH", "/nonexistent"}}),
+             "ddprun runs -m modules with python3 -u, as torchrun runs them with Python");
   EXPECT_HAS(config_error({"--nproc-per-node"}), "--nproc-per-node needs a value");
   EXPECT_HAS(config_error({"--nproc-per-node", "2"}), "no program to run");
   EXPECT_HAS(config_error({"no-such-program-xyz"}), "program 'no-such-program-xyz' is not an executable file in PATH");

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <unistd.h>
 
 #include "ddp/launcher/rdzv_conf.h"
 #include "util/env.h"
@@ -53,7 +54,8 @@ const std::vector<FlagSpec>& flag_specs() {
       {"tee", Kind::kValue, "{0|1|2|3|LIST}", "accepted as torchrun's (0-3 or 'local_rank:v,...'): every stream is written to the log folder and the console"},
       {"redirects", Kind::kValue, "{0|1|2|3|LIST}", "streams kept off the console (files only): 0 none 1 out 2 err 3 both, or 'lr:v,...'"},
       {"local-ranks-filter", Kind::kValue, "LIST", "only these local ranks (e.g. 0,1) print to the console; files are unaffected [all]"},
-      {"no-python", Kind::kBool, "", "accepted for torchrun compatibility (ddprun always runs the program itself)"},
+      {"module", Kind::kBool, "", "run PROGRAM as a Python module: python3 -u -m PROGRAM (torchrun's -m)"},
+      {"no-python", Kind::kBool, "", "run PROGRAM itself even when it ends in .py (without it a .py script runs as python3 -u SCRIPT, as torchrun)"},
       {"start-method", Kind::kIgnored, "{spawn|fork|forkserver}", "accepted for torchrun compatibility (spawn, fork, forkserver)"},
       {"rdzv-backend", Kind::kValue, "{static|c10d}", "static or c10d: both mean a fixed set of nodes around node 0's store"},
       {"rdzv-endpoint", Kind::kValue, "HOST:PORT", "host:port, taken as --master-addr/--master-port when those are unset"},
@@ -67,6 +69,7 @@ const std::vector<FlagSpec>& flag_specs() {
 const char* short_spelling(const std::string& name) {
   if (name == "redirects") return "-r";
   if (name == "tee") return "-t";
+  if (name == "module") return "-m";
   return nullptr;
 }
 
@@ -184,6 +187,31 @@ bool StreamSpec::any() const {
   return false;
 }
 
+// torchrun runs its script with Python (`python -u SCRIPT`, `python -u -m MODULE` with -m) unless
+// --no-python. ddprun runs other programs itself, so only a .py script or -m goes through python3
+// (from PATH); the interpreter's absence or a missing script is a ConfigError naming it.
+void run_python_like_torchrun(LaunchConfig& c, const EnvMap& env) {
+  const std::string& first = c.program[0];
+  const bool script = first.size() > 3 && first.compare(first.size() - 3, 3, ".py") == 0;
+  if (!c.module && (c.no_python || !script)) {
+    c.program[0] = util::resolve_program(first, env);
+    return;
+  }
+  if (!c.module && ::access(first.c_str(), R_OK) != 0)
+    throw ConfigError("script '" + util::printable(first) + "' cannot be read (ddprun runs it as python3 -u " +
+                      util::printable(first) + ")");
+  std::string python;
+  try {
+    python = util::resolve_program("python3", env);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string(e.what()) + ": ddprun runs " + (c.module ? "-m modules" : ".py scripts") +
+                      " with python3 -u, as torchrun runs them with Python" + (c.module ? "" : " (--no-python runs the script itself)"));
+  }
+  std::vector<std::string> head = {python, "-u"};
+  if (c.module) head.push_back("-m");
+  c.program.insert(c.program.begin(), head.begin(), head.end());
+}
+
 // ---- parsing --------------------------------------------------------------------------------------
 // Not util::parse_command_line (cxxopts): ddprun stops at the first positional word, and everything
 // from there on belongs to the program it runs, flags included (torchrun's contract).
@@ -206,12 +234,10 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
       c.version = true;
       return c;
     }
-    if (arg == "-m" || arg == "--module")
-      throw ConfigError(util::printable(arg) + ": ddprun runs programs, not python modules");
     std::string name, value;
     bool has_value = false;
-    if (arg == short_spelling("redirects") || arg == short_spelling("tee")) {
-      name = arg == short_spelling("redirects") ? "redirects" : "tee";
+    if (arg == short_spelling("redirects") || arg == short_spelling("tee") || arg == short_spelling("module")) {
+      name = arg == short_spelling("redirects") ? "redirects" : arg == short_spelling("tee") ? "tee" : "module";
     } else if (arg.compare(0, 2, "--") == 0) {
       name = arg.substr(2);
       auto eq = name.find('=');
@@ -248,6 +274,9 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
 
   c.standalone = flag_bool("standalone");
   c.no_python = flag_bool("no-python");
+  c.module = flag_bool("module");
+  if (c.module && c.no_python)
+    throw ConfigError("-m/--module runs a Python module and --no-python runs the program itself: give one of them");
   if (auto r = s.get("start-method"))
     if (r->value != "spawn" && r->value != "fork" && r->value != "forkserver")
       throw ConfigError(r->source + "='" + util::printable(r->value) + "' is not spawn, fork or forkserver");
@@ -360,7 +389,7 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
   if (auto r = s.get("local-ranks-filter")) c.local_ranks_filter = parse_local_ranks(*r);
 
   if (c.program.empty()) throw ConfigError("no program to run: ddprun [options] [--] program [args...]");
-  c.program[0] = util::resolve_program(c.program[0], env);
+  run_python_like_torchrun(c, env);
   return c;
 }
 

@@ -63,6 +63,8 @@ struct LaunchConfig {
   /// Every stream of every worker is written to <log-dir>/<run-id>/attempt_<n>/<rank>/{stdout,stderr}.log;
   /// empty: no files.
   std::string log_dir;
+  /// -m / --module: PROGRAM is a Python module, run as python3 -u -m PROGRAM.
+  bool module = false;
   /// --local-ranks-filter: only these local ranks' output reaches ddprun's console (files are
   /// unaffected); unset: every rank's.
   std::optional<std::set<int>> local_ranks_filter;
@@ -70,7 +72,7 @@ struct LaunchConfig {
   std::vector<std::string> notes;
   StreamSpec tee;        ///< torchrun's --tee, validated; with log_dir every stream is teed anyway
   StreamSpec redirects;  ///< streams kept off the console (they still go to their file)
-  bool no_python = false;  ///< accepted for torchrun compatibility; ddprun never runs python
+  bool no_python = false;  ///< --no-python: run PROGRAM itself even when it ends in .py
   std::vector<std::string> program;  ///< program and its arguments; program[0] resolved to a path
 
   /// One line for the log.
