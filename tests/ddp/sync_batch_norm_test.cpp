@@ -4,7 +4,7 @@
 // ranks' weight and bias gradients, and the running statistics after two steps. That is the
 // definition torch.nn.SyncBatchNorm implements; torch's own SyncBatchNorm cannot be the oracle
 // here because it refuses CPU tensors (its kernels batch_norm_stats & co. have no CPU backend in
-// 1.13). Then, under DistributedDataParallel, a net with SyncBatchNorm trained on 2 ranks ends
+// 1.13 or 2.6). Then, under DistributedDataParallel, a net with SyncBatchNorm trained on 2 ranks ends
 // with the weights of the same net trained with BatchNorm on the whole batch in one process.
 #include <ddp/distributed_data_parallel.h>
 #include <ddp/errors.h>
