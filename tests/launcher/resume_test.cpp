@@ -276,10 +276,12 @@ TEST_F(Resume, KillNineUnderTorchrunResumesToTheUninterruptedWeights) {
   EXPECT_EQ(slurp(out), expected) << "weights differ from ddprun's uninterrupted run";
 }
 
+// A broken --resume file is a permanent error (exit 2): with --restart-on retryable ddprun ends the
+// job at once (by default, as torchrun, it would first retry --max-restarts times).
 TEST_F(Resume, AnUnusableResumeFileIsPermanentAndNotRestarted) {
   std::string bad = dir + "/ckpt-000000000010.ddpckpt";
   std::ofstream(bad) << "DDPCKPT1 but nothing else";
-  Subprocess p(ddprun({"--standalone", "--nproc-per-node", "2", "--max-restarts", "3"},
+  Subprocess p(ddprun({"--standalone", "--nproc-per-node", "2", "--max-restarts", "3", "--restart-on", "retryable"},
                       trainer_args(dir + "/ck", dir + "/w.bin", {"--resume", bad})));
   EXPECT_EQ(p.wait(120s), 2) << p.output();
   EXPECT_NE(p.output().find(bad + ": truncated"), std::string::npos) << p.output();
