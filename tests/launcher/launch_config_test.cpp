@@ -227,6 +227,10 @@ TEST(LaunchConfig, EveryBadValueIsAConfigErrorNamingItsSource) {
   EXPECT_HAS(config_error({"--standalone=maybe", "true"}), "--standalone='maybe' is not a boolean");
   EXPECT_HAS(config_error({"--rdzv-backend", "etcd", "true"}), "--rdzv-backend='etcd' is not supported");
   EXPECT_HAS(config_error({"--frobnicate", "true"}), "unknown option '--frobnicate'");
+  // torchrun's flags that ddprun does not take are named with the reason, not called unknown.
+  EXPECT_HAS(config_error({"--run_path", "train.py"}), "--run-path is torchrun's, and ddprun does not take it: it runs the script inside");
+  EXPECT_HAS(config_error({"--local-addr", "10.0.0.1", "true"}), "--local-addr is torchrun's, and ddprun does not take it");
+  EXPECT_HAS(config_error({"--logs-specs=mypkg.Specs", "true"}), "--logs-specs is torchrun's, and ddprun does not take it");
   EXPECT_HAS(config_error({"-m", "--no-python", "mod"}), "-m/--module runs a Python module and --no-python");
   EXPECT_HAS(config_error({"missing_script.py"}), "script 'missing_script.py' cannot be read (ddprun runs it as python3 -u");
   EXPECT_HAS(config_error({"-m", "mod"}, {{"PATH", "/nonexistent"}}),

@@ -73,6 +73,21 @@ const char* short_spelling(const std::string& name) {
   return nullptr;
 }
 
+// torchrun 2.6 flags ddprun does not take, each with the reason its error gives (exit 2), so none
+// is silently dropped or reported as a typo.
+const char* refused_torchrun_flag(const std::string& name) {
+  static const std::map<std::string, const char*> refused = {
+      {"run-path", "it runs the script inside torchrun's own Python process (runpy.run_path); ddprun starts every "
+                   "worker as a process of its own (a .py script as python3 -u SCRIPT)"},
+      {"local-addr", "it is the address a node advertises in the elastic c10d rendezvous; ddprun's nodes meet at "
+                     "node 0's store (--master-addr) and advertise nothing"},
+      {"logs-specs", "it names a Python LogsSpecs class to load; ddprun's log layout is fixed (--log-dir, --tee, "
+                     "--redirects, --local-ranks-filter)"},
+  };
+  auto it = refused.find(name);
+  return it == refused.end() ? nullptr : it->second;
+}
+
 const FlagSpec* find_flag(const std::string& name) {
   for (const auto& f : flag_specs())
     if (name == f.name) return &f;
@@ -251,6 +266,8 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
     } else {
       throw ConfigError("unknown option '" + util::printable(arg) + "' (ddprun --help lists them)");
     }
+    if (const char* why = refused_torchrun_flag(name))
+      throw ConfigError("--" + name + " is torchrun's, and ddprun does not take it: " + why);
     const FlagSpec* spec = find_flag(name);
     if (!spec) throw ConfigError("unknown option '--" + util::printable(name) + "' (ddprun --help lists them)");
     if (spec->kind == Kind::kBool) {
