@@ -222,7 +222,7 @@ TEST_F(Resume, DdprunKilledHardStillLetsItsWorkersCheckpoint) {
   ASSERT_EQ(second.wait(120s), 0) << second.output();
   const int64_t step = resumed_step(second.output());
   EXPECT_GT(step, kTotalSteps / 3) << "resumed from the end of epoch 0, not from the checkpoint written at the stop:\n"
-                                   << second.output();
+                                   << second.output() << "\n---- the run ddprun was killed in ----\n" << first.output();
   expect_resumed_and_ran_the_rest(second.output(), "[0]: ", 1);
   expect_resumed_and_ran_the_rest(second.output(), "[1]: ", 1);
   EXPECT_EQ(slurp(out), expected) << "weights differ from the uninterrupted run";
