@@ -622,26 +622,22 @@ DDP_TEST_WORKER(parity_train) {
   torch::set_num_threads(1);
   const std::string dir = env("DDP_PARITY_DIR");
   auto data = ddp::testing::read_tensors(dir, "data");
-  auto find = [](const ddp::testing::NamedTensors& all, const std::string& name) {
-    for (const auto& [k, v] : all)
-      if (k == name) return v;
-    throw std::runtime_error("no tensor named " + name);
-  };
+  using ddp::testing::find_tensor;
   for (bool bn : {false, true}) {
     const std::string model_name = bn ? "cnn_bn" : "cnn";
     Cnn net(bn);
     auto init = ddp::testing::read_tensors(dir, model_name + "_init");
     {
       torch::NoGradGuard g;
-      for (auto& item : net->named_parameters()) item.value().copy_(find(init, item.key()));
-      for (auto& item : net->named_buffers()) item.value().copy_(find(init, item.key()));
+      for (auto& item : net->named_parameters()) item.value().copy_(find_tensor(init, item.key()));
+      for (auto& item : net->named_buffers()) item.value().copy_(find_tensor(init, item.key()));
     }
     DistributedDataParallel model(net, pg);
     torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
     const int64_t per = kParityBatch / pg->size();
     for (int s = 0; s < kParitySteps; ++s) {
-      auto x = find(data, "x" + std::to_string(s)).narrow(0, pg->rank() * per, per);
-      auto y = find(data, "y" + std::to_string(s)).narrow(0, pg->rank() * per, per);
+      auto x = find_tensor(data, "x" + std::to_string(s)).narrow(0, pg->rank() * per, per);
+      auto y = find_tensor(data, "y" + std::to_string(s)).narrow(0, pg->rank() * per, per);
       opt.zero_grad();
       torch::nn::functional::cross_entropy(model(x), y).backward();
       opt.step();
@@ -650,14 +646,14 @@ DDP_TEST_WORKER(parity_train) {
     double worst = 0;
     std::string worst_name;
     for (const auto& item : net->named_parameters()) {
-      double d = (item.value() - find(python, item.key())).abs().max().item<double>();
+      double d = (item.value() - find_tensor(python, item.key())).abs().max().item<double>();
       if (d >= worst) worst = d, worst_name = item.key();
     }
     for (const auto& item : net->named_buffers()) {
-      double d = (item.value().to(torch::kDouble) - find(python, item.key()).to(torch::kDouble)).abs().max().item<double>();
+      double d = (item.value().to(torch::kDouble) - find_tensor(python, item.key()).to(torch::kDouble)).abs().max().item<double>();
       if (d >= worst) worst = d, worst_name = item.key();
     }
-    c.expect((net->fc1->weight - find(init, "fc1.weight")).abs().max().item<double>() > 1e-4,
+    c.expect((net->fc1->weight - find_tensor(init, "fc1.weight")).abs().max().item<double>() > 1e-4,
              model_name + ": training moved the weights (the comparison is not of two idle models)");
     c.expect(python.size() == net->named_parameters().size() + net->named_buffers().size(),
              model_name + ": Python wrote every parameter and buffer");

@@ -45,12 +45,6 @@ std::string parity_dir() {
   return d;
 }
 
-at::Tensor find(const ddp::testing::NamedTensors& all, const std::string& name) {
-  for (const auto& [k, v] : all)
-    if (k == name) return v;
-  throw std::runtime_error("no tensor named " + name);
-}
-
 Buckets read_buckets(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path);
@@ -106,8 +100,8 @@ DDP_TEST_WORKER(resnet_parity_train) {
   ResNet net = make_resnet();
   {
     torch::NoGradGuard g;
-    for (auto& item : net->named_parameters()) item.value().copy_(find(init, item.key()));
-    for (auto& item : net->named_buffers()) item.value().copy_(find(init, item.key()));
+    for (auto& item : net->named_parameters()) item.value().copy_(ddp::testing::find_tensor(init, item.key()));
+    for (auto& item : net->named_buffers()) item.value().copy_(ddp::testing::find_tensor(init, item.key()));
   }
   // The caps torch's DDP used for bucket_cap_mb = kBucketCapMb: the first bucket's differs between
   // torch 1.13 (1 MiB) and 2.x (the explicit cap), so our first_bucket_cap_mb follows torch's choice.
@@ -130,8 +124,8 @@ DDP_TEST_WORKER(resnet_parity_train) {
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
   const int64_t per = kResNetBatch / pg->size();
   for (int s = 0; s < kResNetSteps; ++s) {
-    auto x = find(data, "x" + std::to_string(s)).narrow(0, pg->rank() * per, per);
-    auto y = find(data, "y" + std::to_string(s)).narrow(0, pg->rank() * per, per);
+    auto x = ddp::testing::find_tensor(data, "x" + std::to_string(s)).narrow(0, pg->rank() * per, per);
+    auto y = ddp::testing::find_tensor(data, "y" + std::to_string(s)).narrow(0, pg->rank() * per, per);
     opt.zero_grad();
     torch::nn::functional::cross_entropy(model(x), y).backward();
     opt.step();
@@ -146,7 +140,7 @@ DDP_TEST_WORKER(resnet_parity_train) {
   const auto python = ddp::testing::read_tensors(dir, "resnet_final_rank" + std::to_string(pg->rank()));
   size_t compared = 0;
   auto compare = [&](const std::string& name, const at::Tensor& ours) {
-    const at::Tensor theirs = find(python, name);
+    const at::Tensor theirs = ddp::testing::find_tensor(python, name);
     ++compared;
     if (torch::equal(ours, theirs)) return;
     std::ostringstream what;
@@ -157,7 +151,7 @@ DDP_TEST_WORKER(resnet_parity_train) {
   for (const auto& item : net->named_parameters()) compare(item.key(), item.value());
   for (const auto& item : net->named_buffers()) compare(item.key(), item.value());
   expect(compared == python.size(), "Python wrote exactly our parameters and buffers");
-  expect(!torch::equal(net->named_parameters()["fc.weight"], find(init, "fc.weight")),
+  expect(!torch::equal(net->named_parameters()["fc.weight"], ddp::testing::find_tensor(init, "fc.weight")),
          "training moved the weights (the comparison is not of two idle models)");
   std::cerr << "rank " << pg->rank() << ": compared " << compared << " tensors over " << rebuilt.size()
             << " buckets, " << failures << " failure(s)" << std::endl;

@@ -25,18 +25,13 @@
 namespace sync_bn_test {
 
 using ddp::testing::NamedTensors;
+using ddp::testing::find_tensor;
 
 constexpr int64_t kChannels = 4;
 constexpr int kSbnSteps = 2;
 // Rows per rank: uneven on purpose (the group's statistics weight each rank by its count).
 std::vector<int64_t> rows_per_rank(int world) {
   return world == 2 ? std::vector<int64_t>{3, 5} : std::vector<int64_t>{2, 3, 4};
-}
-
-at::Tensor named(const NamedTensors& all, const std::string& name) {
-  for (const auto& [k, v] : all)
-    if (k == name) return v;
-  throw std::runtime_error("no tensor named " + name);
 }
 
 std::string sbn_dir() {
@@ -84,27 +79,27 @@ DDP_TEST_WORKER(sbn_parity) {
   ddp::SyncBatchNorm bn(torch::nn::BatchNormOptions(kChannels), pg);
   {
     torch::NoGradGuard no_grad;
-    bn->weight.copy_(named(in, "weight"));
-    bn->bias.copy_(named(in, "bias"));
+    bn->weight.copy_(find_tensor(in, "weight"));
+    bn->bias.copy_(find_tensor(in, "bias"));
   }
   bn->train();
   const double tol = 2e-5;  // float32, two summation orders of at most 45 values per channel
   for (int s = 0; s < kSbnSteps; ++s) {
     const std::string step = std::to_string(s);
-    at::Tensor x = named(in, "x" + step).narrow(0, first, mine).clone().requires_grad_(true);
+    at::Tensor x = find_tensor(in, "x" + step).narrow(0, first, mine).clone().requires_grad_(true);
     at::Tensor y = bn(x);
-    y.backward(named(in, "g" + step).narrow(0, first, mine));
-    expect_close(y, named(want, "y" + step).narrow(0, first, mine), tol, "output, step " + step);
-    expect_close(x.grad(), named(want, "dx" + step).narrow(0, first, mine), tol, "input gradient, step " + step);
+    y.backward(find_tensor(in, "g" + step).narrow(0, first, mine));
+    expect_close(y, find_tensor(want, "y" + step).narrow(0, first, mine), tol, "output, step " + step);
+    expect_close(x.grad(), find_tensor(want, "dx" + step).narrow(0, first, mine), tol, "input gradient, step " + step);
     std::vector<at::Tensor> grads = {bn->weight.grad().clone(), bn->bias.grad().clone()};
     pg->allreduce(grads)->wait();
-    expect_close(grads[0], named(want, "dweight" + step), tol, "sum of the weight gradients, step " + step);
-    expect_close(grads[1], named(want, "dbias" + step), tol, "sum of the bias gradients, step " + step);
+    expect_close(grads[0], find_tensor(want, "dweight" + step), tol, "sum of the weight gradients, step " + step);
+    expect_close(grads[1], find_tensor(want, "dbias" + step), tol, "sum of the bias gradients, step " + step);
     bn->weight.mutable_grad().zero_();
     bn->bias.mutable_grad().zero_();
   }
-  expect_close(bn->running_mean, named(want, "running_mean"), tol, "running_mean");
-  expect_close(bn->running_var, named(want, "running_var"), tol, "running_var");
+  expect_close(bn->running_mean, find_tensor(want, "running_mean"), tol, "running_mean");
+  expect_close(bn->running_var, find_tensor(want, "running_var"), tol, "running_var");
   if (bn->num_batches_tracked.item<int64_t>() != kSbnSteps) {
     ++failures;
     std::cerr << "FAILED: num_batches_tracked " << bn->num_batches_tracked.item<int64_t>() << std::endl;
@@ -120,7 +115,7 @@ DDP_TEST_WORKER(sbn_parity) {
   }
   bn->eval();
   plain->eval();
-  at::Tensor x = named(in, "x0").narrow(0, first, mine);
+  at::Tensor x = find_tensor(in, "x0").narrow(0, first, mine);
   if (!at::equal(bn(x), plain(x))) {
     ++failures;
     std::cerr << "FAILED: in eval mode the output differs from BatchNorm2d's" << std::endl;

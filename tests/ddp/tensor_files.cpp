@@ -49,4 +49,10 @@ NamedTensors read_tensors(const std::string& dir, const std::string& stem) {
   return out;
 }
 
+at::Tensor find_tensor(const NamedTensors& tensors, const std::string& name) {
+  for (const auto& [k, v] : tensors)
+    if (k == name) return v;
+  throw std::runtime_error("no tensor named " + name);
+}
+
 }  // namespace ddp::testing

@@ -17,5 +17,7 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
 void write_tensors(const std::string& dir, const std::string& stem, const NamedTensors& tensors);
 NamedTensors read_tensors(const std::string& dir, const std::string& stem);
+/// The tensor called `name` in `tensors`; std::runtime_error naming it when there is none.
+at::Tensor find_tensor(const NamedTensors& tensors, const std::string& name);
 
 }  // namespace ddp::testing
