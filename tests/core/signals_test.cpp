@@ -5,9 +5,14 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 #include <vector>
@@ -24,6 +29,56 @@ DDP_TEST_WORKER(stop_flag_worker) {
   std::cout << "stopping on signal " << ddp::stop_signal() << std::endl;
   if (ddp::testing::env_int("STUBBORN", 0)) std::this_thread::sleep_for(std::chrono::seconds(30));
   return ddp::stop_exit_code();
+}
+
+// A worker whose "checkpoint" takes a second after the stop signal: it writes DIR/ready once its
+// handlers are in, and DIR/saved when the checkpoint is done. A process that ends before "saved"
+// lost its checkpoint.
+DDP_TEST_WORKER(slow_checkpoint_worker) {
+  ddp::install_stop_handlers();
+  const std::string dir = ddp::testing::env_or("DIR", "");
+  std::ofstream(dir + "/ready") << ::getpid();
+  for (int i = 0; i < 3000 && !ddp::stop_requested(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!ddp::stop_requested()) return 99;
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  std::ofstream(dir + "/saved") << "checkpoint";
+  return ddp::stop_exit_code();
+}
+
+// A launcher with three threads, as ddprun has several: thread `spawner` forks the worker with
+// PR_SET_PDEATHSIG(SIGTERM) (as ddprun's worker_group does), waits for it to be ready and exits;
+// then the main thread exits, then the last thread. The kernel sends the parent-death SIGTERM at
+// each of those exits, the first two while the launcher process is still alive.
+DDP_TEST_WORKER(threaded_launcher) {
+  const std::string dir = ddp::testing::env_or("DIR", "");
+  // `last` outlives the main thread by 600 ms, however long the worker took to start.
+  static std::atomic<bool> main_leaving{false};
+  std::thread last([] {
+    while (!main_leaving) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  });
+  last.detach();
+  std::thread spawner([&dir] {
+    const std::string exe = ddp::testing::self_exe();
+    // Everything the child needs is made before fork: after it, only async-signal-safe calls.
+    std::vector<std::string> env_strings = {"DDP_TEST_WORKER=slow_checkpoint_worker", "DIR=" + dir};
+    std::vector<char*> env;
+    for (auto& e : env_strings) env.push_back(e.data());
+    env.push_back(nullptr);
+    char* argv[] = {const_cast<char*>(exe.c_str()), nullptr};
+    pid_t child = ::fork();
+    if (child == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      ::execve(exe.c_str(), argv, env.data());
+      ::_exit(127);
+    }
+    for (int i = 0; i < 2000 && !std::filesystem::exists(dir + "/ready"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  });
+  spawner.join();  // the thread that forked the worker is gone: the first SIGTERM
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  main_leaving = true;
+  ::pthread_exit(nullptr);  // the main thread: the second, while `last` keeps the launcher alive
 }
 
 namespace {
@@ -58,9 +113,42 @@ TEST(Signals, ASecondSignalEndsAtOnce) {
   p.kill(SIGTERM);
   wait_for(p, "stopping on signal 15");
   auto start = std::chrono::steady_clock::now();
-  p.kill(SIGTERM);
+  // The second signal comes from another process, as from an operator's shell: a repeat from the
+  // parent's own pid is the kernel's parent-death signal (the next test) and does not count.
+  pid_t sender = ::fork();
+  if (sender == 0) _exit(::kill(p.pid(), SIGTERM) == 0 ? 0 : 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(sender, &status, 0), sender);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_EQ(p.wait(std::chrono::seconds(20)), 143) << p.output();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// A launcher killed with several threads alive hands its worker from thread to thread, and the kernel
+// sends the parent-death SIGTERM at each hand-over while the launcher still exists. The worker must
+// take that as one stop request and finish its checkpoint (this is how ddprun killed by SIGKILL lost
+// its workers' stop checkpoints now and then: the second SIGTERM ended them with 143 before the save).
+TEST(Signals, ParentDeathSignalRepeatedByEachExitingThreadIsOneStop) {
+  const std::string dir = ::testing::TempDir() + "/pdeath-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // the orphaned worker becomes our child
+  ddp::testing::Subprocess launcher({ddp::testing::self_exe()},
+                                    {{"DDP_TEST_WORKER", "threaded_launcher"}, {"DIR", dir}});
+  EXPECT_EQ(launcher.wait(std::chrono::seconds(20)), 0) << launcher.output();
+  std::string worker_pid;
+  std::ifstream(dir + "/ready") >> worker_pid;
+  ASSERT_FALSE(worker_pid.empty()) << "the worker never started: " << launcher.output();
+  int status = 0;
+  pid_t r = 0;
+  for (int i = 0; i < 2000 && (r = ::waitpid(std::stoi(worker_pid), &status, WNOHANG)) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+  ASSERT_EQ(r, std::stoi(worker_pid)) << "the worker did not end";
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 143);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/saved")) << "the worker ended before its checkpoint was written";
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Signals, RequestAndClearInProcess) {

@@ -28,13 +28,13 @@ std::atomic<pid_t> g_parent{0};
 extern "C" void on_stop_signal(int sig, siginfo_t* info, void*) {
   int expected = 0;
   if (!g_stop_signal.compare_exchange_strong(expected, sig) && expected == sig) {
-    // The kernel sends the parent-death signal (PR_SET_PDEATHSIG, which ddprun sets) each time our
-    // parent's thread that forked us, and then each thread we are handed to, exits: a launcher
-    // killed with several threads alive delivers SIGTERM more than once. Such a repeat comes from
-    // the launcher's pid after it died; it is not someone insisting, and must not cut the checkpoint
-    // short. getppid is async-signal-safe.
-    const pid_t parent = g_parent.load();
-    if (info && info->si_code == SI_USER && info->si_pid == parent && ::getppid() != parent) return;
+    // The kernel sends the parent-death signal (PR_SET_PDEATHSIG, which ddprun sets) each time a
+    // thread of our parent exits while it is the thread we belong to: a launcher killed with several
+    // threads alive hands us from thread to thread, SIGTERM each time, all from the launcher's pid
+    // and while getppid() may still name it. Such a repeat is not someone insisting and must not cut
+    // the checkpoint short. A launcher never insists with a second SIGTERM (ddprun and torchrun
+    // escalate to SIGKILL), so no repeat sent from our parent's pid counts.
+    if (info && info->si_code == SI_USER && info->si_pid == g_parent.load()) return;
     // A second signal of the same kind: the user (or an operator) insists. _exit is async-signal-safe.
     _exit(128 + sig);
   }
