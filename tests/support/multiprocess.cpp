@@ -1,5 +1,7 @@
 #include "support/multiprocess.h"
 
+#include <ATen/Context.h>
+#include <c10/core/GeneratorImpl.h>
 #include <ddp/errors.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -63,7 +65,23 @@ std::vector<WorkerResult> run_workers(const std::string& worker, int world_size,
     auto it = options.per_rank_env.find(rank);
     if (it != options.per_rank_env.end())
       for (auto& [k, v] : it->second) env[k] = v;
-    procs.push_back(std::make_unique<Subprocess>(std::vector<std::string>{self_exe()}, env));
+    // A copy of this process runs the worker (no second start of a LibTorch-linked executable);
+    // when this process has threads, copying it is unsafe and the executable is started again. So
+    // is a worker given its own DDP_LOG_LEVEL: this process may have read (and keeps) its own.
+    std::unique_ptr<Subprocess> forked;
+    if (!options.exec && !env.count("DDP_LOG_LEVEL")) {
+      auto forked_env = env;
+      forked_env["DDP_TEST_WORKER"] = kUnset;  // as test_main leaves it for what the worker starts
+      forked = Subprocess::fork_running(
+          [worker] {
+            // A started process's generator: tests before this one may have drawn from ours.
+            at::manual_seed(c10::default_rng_seed_val);
+            return run_registered_worker(worker);
+          },
+          forked_env);
+    }
+    procs.push_back(forked ? std::move(forked)
+                           : std::make_unique<Subprocess>(std::vector<std::string>{self_exe()}, env));
   }
   std::vector<WorkerResult> results;
   auto deadline = std::chrono::steady_clock::now() + options.timeout;

@@ -1,8 +1,10 @@
 #pragma once
 // Real multi-process tests over loopback.
 //
-// A test executable re-runs itself once per rank with DDP_TEST_WORKER=<name>; main() then calls the
-// worker registered under that name instead of GoogleTest. Workers read their place from the usual
+// Each rank is a copy of the test process (fork) that calls the worker registered under a name, or,
+// where copying is unsafe (the test process has threads) or WorkerOptions::exec asks, the test
+// executable started again with DDP_TEST_WORKER=<name>, whose main() then calls that worker instead
+// of GoogleTest. Workers read their place from the usual
 // environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and return an exit code.
 //
 //   DDP_TEST_WORKER(allreduce_sum) {
@@ -41,6 +43,10 @@ struct WorkerOptions {
   std::chrono::milliseconds timeout = std::chrono::minutes(3);
   /// 0: a free port is picked.
   int master_port = 0;
+  /// true: every rank starts this executable afresh (execve). false: where this process is
+  /// single-threaded, each rank is a fork of it that calls the worker (Subprocess::fork_running),
+  /// which saves each rank the start of a LibTorch-linked executable.
+  bool exec = false;
 };
 
 struct WorkerResult {

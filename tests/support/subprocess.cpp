@@ -1,13 +1,16 @@
 #include "support/subprocess.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>  // environ (g++ defines _GNU_SOURCE)
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -74,6 +77,74 @@ Subprocess::Subprocess(std::vector<std::string> argv, std::map<std::string, std:
     _exit(127);
   }
   close(out);
+}
+
+namespace {
+
+bool single_threaded() {
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return false;
+  int threads = 0;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') ++threads;
+  closedir(d);
+  return threads == 1;
+}
+
+// In the forked child: the descriptors execve would have closed. Signal handlers stay as they are:
+// the test process installs none of its own (the workers do), and the sanitizers' stay, so a
+// worker's crash is still reported.
+void close_cloexec_descriptors() {
+  std::vector<int> cloexec;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    const int own = dirfd(d);
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      int fd = std::atoi(e->d_name);
+      if (fd > 2 && fd != own && (fcntl(fd, F_GETFD) & FD_CLOEXEC)) cloexec.push_back(fd);
+    }
+    closedir(d);
+  }
+  for (int fd : cloexec) close(fd);
+}
+
+}  // namespace
+
+std::unique_ptr<Subprocess> Subprocess::fork_running(std::function<int()> body,
+                                                     std::map<std::string, std::string> env) {
+  if (!single_threaded()) return nullptr;
+  std::unique_ptr<Subprocess> p(new Subprocess());
+  p->output_path_ = make_output_path();
+  int out = open(p->output_path_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (out < 0) throw std::runtime_error("cannot open " + p->output_path_);
+  // Nothing buffered here may be written a second time by the copy.
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  p->pid_ = fork();
+  if (p->pid_ < 0) {
+    close(out);
+    throw std::runtime_error("fork failed: " + std::string(strerror(errno)));
+  }
+  if (p->pid_ == 0) {
+    // A single-threaded parent: the copy may call anything.
+    setpgid(0, 0);
+    dup2(out, 1);
+    dup2(out, 2);
+    close_cloexec_descriptors();
+    for (auto& [k, v] : env) {
+      if (v == kUnset) unsetenv(k.c_str());
+      else setenv(k.c_str(), v.c_str(), 1);
+    }
+    int code = 1;  // an exception the body let out: "unexpected internal error", as main would say
+    try {
+      code = body();
+    } catch (...) {
+    }
+    std::exit(code);  // static destructors and stdio flushed, as when a worker's main returns
+  }
+  close(out);
+  return p;
 }
 
 Subprocess::~Subprocess() {
