@@ -80,7 +80,11 @@ class DDP_API StoreError : public Error {
 /// Exit code for any exception: ddp::Error's own, kExitInternal for everything else.
 DDP_API int exit_code_for(const std::exception& e) noexcept;
 
-/// Logs `e` (with this process's rank when known) to stderr and returns exit_code_for(e).
+/// Logs `e` (with this process's rank when known) to stderr and returns exit_code_for(e). When
+/// TORCHELASTIC_ERROR_FILE is set (ddprun and torchrun set it for each worker), also records `e`
+/// there in the JSON torch's @record writes ({"message": {"message": "<C++ type>: <what>",
+/// "extraInfo": {"py_callstack": ..., "timestamp": "<unix s>"}}}), which the launcher's root-cause
+/// report reads. The main() of every program ddp runs ends this way (docs/DDPRUN.md).
 DDP_API int report_and_exit_code(const std::exception& e) noexcept;
 
 }  // namespace ddp

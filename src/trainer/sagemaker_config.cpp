@@ -2,11 +2,9 @@
 
 #include <ddp/errors.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <sys/stat.h>
 
+#include "util/files.h"
 #include "util/json.h"
 #include "util/numbers.h"
 
@@ -47,17 +45,11 @@ std::string decode_hyperparameter(const std::string& name, const JsonValue& v, c
 }
 
 std::string read_config_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open (" + std::strerror(errno) + "); is this a SageMaker training container?");
-  std::string text;
-  char buf[65536];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxConfigBytes)
-      throw ConfigError(path + ": larger than " + std::to_string(kMaxConfigBytes) + " bytes");
+  try {
+    return util::read_small_file(path, kMaxConfigBytes);
+  } catch (const DataError& e) {
+    throw ConfigError(std::string(e.what()) + "; is this a SageMaker training container?");
   }
-  if (in.bad()) throw ConfigError(path + ": read failed");
-  return text;
 }
 
 // "ranzcr" / "train_ranzcr" -> "train_ranzcr"; empty when `value` names no trainer.

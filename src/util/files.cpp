@@ -76,6 +76,30 @@ std::optional<pid_t> temp_file_writer(const std::string& file_name) {
   return static_cast<pid_t>(*pid);
 }
 
+std::string read_small_file(const std::string& path, size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError("cannot read " + path + ": open failed: " + reason(errno));
+  std::string text;
+  char buf[65536];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw DataError("cannot read " + path + ": read failed: " + reason(err));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > max_bytes) {
+      ::close(fd);
+      throw DataError(path + ": more than " + std::to_string(max_bytes) + " bytes, larger than such a file may be");
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
 void write_file_atomically(const std::string& path, std::initializer_list<std::string_view> parts,
                            Durability durability) {
   const std::string tmp = temp_path_for(path);

@@ -21,6 +21,11 @@ bool is_directory(const std::string& path);
 /// but is not a folder, or a step that cannot be created, is a DataError.
 void make_dirs(const std::string& dir);
 
+/// The whole of the file at `path`, which may hold at most `max_bytes` (config files, records other
+/// programs wrote): read in pieces, so an endless or huge file costs at most that much. DataError
+/// naming the path when it cannot be opened or read, or holds more.
+std::string read_small_file(const std::string& path, size_t max_bytes);
+
 /// How hard write_file_atomically works to make the new file survive a power cut.
 enum class Durability {
   kSynced,   ///< fsync the file before the rename and the folder after it (checkpoints, outputs)

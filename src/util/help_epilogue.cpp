@@ -58,6 +58,8 @@ const std::vector<Entry>& launcher_entries() {
       {"CUDA_VISIBLE_DEVICES", "the GPUs that --nproc-per-node auto|gpu counts"},
       {"OMP_NUM_THREADS", "unset with several workers: each worker gets OMP_NUM_THREADS=1"},
       {"PATH", "where a program name without '/' is looked up"},
+      {"TMPDIR", "where the temporary torchelastic_* folder for the workers'\n"
+                 "error files (and --tee logs without --log-dir) is made [/tmp]"},
   };
   return entries;
 }
@@ -67,6 +69,8 @@ const std::vector<Entry>& common_entries() {
   static const std::vector<Entry> entries = {
       {"DDP_LOG_LEVEL", "debug|info|warn|error|off [info]; log lines go to stderr"},
       {"DDP_STORE_TOKEN", "shared secret of the rendezvous store (the same on every node)"},
+      {"TORCHELASTIC_ERROR_FILE", "where an error that ends the program is recorded (torch's\n"
+                                  "@record JSON); ddprun and torchrun set it per worker"},
   };
   return entries;
 }

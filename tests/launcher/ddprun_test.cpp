@@ -1,5 +1,6 @@
 // ddprun end to end: real ddprun processes starting real workers (this test executable, in worker
 // mode through DDP_TEST_WORKER, which ddprun passes on like any other variable).
+#include <ddp/errors.h>
 #include <ddp/signals.h>
 #include <ddp/store.h>
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 
 #include "launcher_binaries.h"
 #include "support/multiprocess.h"
+#include "util/error_file.h"
 
 namespace fs = std::filesystem;
 using ddp::testing::env_int;
@@ -139,6 +141,24 @@ DDP_TEST_WORKER(fail_sometimes) {
   }
   std::this_thread::sleep_for(60s);  // until ddprun stops us
   return 0;
+}
+
+// $FAIL_RANK ends as a trainer's main() does on a bad flag: a ConfigError through
+// report_and_exit_code (exit 2, and its TORCHELASTIC_ERROR_FILE record), or by $FAIL_SIGNAL. The
+// other ranks wait to be stopped.
+DDP_TEST_WORKER(fail_with_record) {
+  record_start();
+  if (env_int("RANK", -1) != env_int("FAIL_RANK", -1)) {
+    std::this_thread::sleep_for(60s);
+    return 0;
+  }
+  wait_for_all_starts(env_int("TORCHELASTIC_RESTART_COUNT", -1));
+  if (int sig = env_int("FAIL_SIGNAL", 0)) raise(sig);
+  try {
+    throw ddp::ConfigError("--lr: 'fast' is not a number");
+  } catch (const std::exception& e) {
+    return ddp::report_and_exit_code(e);
+  }
 }
 
 // Trains "forever"; on SIGTERM finishes the step, "checkpoints" and exits with the stop code.
@@ -285,6 +305,60 @@ TEST_F(Ddprun, WritesPerRankLogFiles) {
   // Rank 0's stdout went to its file only; rank 1's to both.
   EXPECT_EQ(p.output().find("[0]: rank 0"), std::string::npos) << p.output();
   EXPECT_NE(p.output().find("[1]: rank 1 attempt 0 started"), std::string::npos) << p.output();
+}
+
+// As torchrun's agent: each worker gets its own TORCHELASTIC_ERROR_FILE (without --log-dir in a
+// temporary folder), and when the job fails ddprun prints torchrun's "<program> FAILED" block with
+// the root cause's record, and copies that record, with "errorCode", into its own error file.
+TEST_F(Ddprun, ReportsTheRootCauseFromTheWorkersErrorFileAsTorchrunDoes) {
+  const std::string tmp = dir + "/tmp", own = dir + "/ddprun-error.json";
+  fs::create_directories(tmp);
+  auto e = env({{"DDP_TEST_WORKER", "fail_with_record"}, {"FAIL_RANK", "1"}});
+  e["TMPDIR"] = tmp;
+  e["TORCHELASTIC_ERROR_FILE"] = own;
+  Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "2", "--run-id", "job3", "--max-restarts", "0"}), e);
+  EXPECT_EQ(p.wait(60s), 2) << p.output();
+  const std::string out = p.output();
+  std::vector<fs::path> made;
+  for (const auto& entry : fs::directory_iterator(tmp)) made.push_back(entry.path());
+  ASSERT_EQ(made.size(), 1u) << "the folder holding a record is kept:\n" << out;
+  const std::string record = made[0].string() + "/job3/attempt_0/1/error.json";
+  auto worker = ddp::util::read_error_file(record);
+  ASSERT_TRUE(worker) << record << "\n" << out;
+  EXPECT_EQ(worker->message, "ddp::ConfigError: --lr: 'fast' is not a number");
+  EXPECT_FALSE(fs::exists(made[0].string() + "/job3/attempt_0/0/error.json"));  // rank 0 did not fail
+  for (const std::string line :
+       {std::string(" FAILED\n"), std::string("Root Cause (first observed failure):\n[0]:\n"),
+        std::string("  rank      : 1 (local_rank: 1)\n"), std::string("  exitcode  : 2 (pid: "),
+        "  error_file: " + record + "\n",
+        std::string("  traceback : ddp::ConfigError: --lr: 'fast' is not a number\n  (exit 2, permanent")})
+    EXPECT_NE(out.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << out;
+  auto mine = ddp::util::read_error_file(own);
+  ASSERT_TRUE(mine) << out;
+  EXPECT_EQ(mine->message, worker->message);
+  EXPECT_EQ(mine->timestamp, worker->timestamp);
+  EXPECT_EQ(mine->error_code, 2);
+}
+
+// A worker killed by a signal wrote no record: torch's words for it, "<N/A>" as the file, a record
+// made from the exit for ddprun's own error file, and the temporary folder (empty) removed.
+TEST_F(Ddprun, AWorkerWithoutARecordIsReportedByItsSignalAndLeavesNoFolder) {
+  const std::string tmp = dir + "/tmp", own = dir + "/ddprun-error.json";
+  fs::create_directories(tmp);
+  auto e = env({{"DDP_TEST_WORKER", "fail_with_record"}, {"FAIL_RANK", "0"}, {"FAIL_SIGNAL", "9"}});
+  e["TMPDIR"] = tmp;
+  e["TORCHELASTIC_ERROR_FILE"] = own;
+  Subprocess p(ddprun_args({"--standalone", "--nproc-per-node", "2", "--max-restarts", "0"}), e);
+  EXPECT_EQ(p.wait(60s), 137) << p.output();
+  const std::string out = p.output();
+  for (const char* line : {"  rank      : 0 (local_rank: 0)\n", "  exitcode  : 137 (pid: ", "  error_file: <N/A>\n",
+                           "  traceback : Signal 9 (SIGKILL) received by PID "})
+    EXPECT_NE(out.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << out;
+  EXPECT_TRUE(fs::is_empty(tmp)) << out;
+  auto mine = ddp::util::read_error_file(own);
+  ASSERT_TRUE(mine) << out;
+  EXPECT_EQ(mine->error_code, 137);
+  EXPECT_EQ(mine->message.rfind("worker rank 0: Signal 9 (SIGKILL) received by PID ", 0), 0u) << mine->message;
 }
 
 // torchrun's manners: --tee without --log-dir writes to a new $TMPDIR/torchelastic_* folder (named

@@ -5,13 +5,18 @@
 #include <poll.h>
 #include <signal.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "ddp/launcher/failure_summary.h"
 #include "ddp/launcher/node_coordinator.h"
 #include "ddp/launcher/output_pump.h"
 #include "ddp/launcher/signal_pipe.h"
@@ -27,18 +32,46 @@ using std::chrono::milliseconds;
 // How long a SIGKILLed worker may take to be gone before ddprun stops waiting for it.
 constexpr milliseconds kKillWait{10000};
 
-// --tee / --redirects without --log-dir: a fresh folder, as torchrun makes (tempfile.mkdtemp with
-// the prefix "torchelastic_", in $TMPDIR). ConfigError when it cannot be made.
-std::string make_temporary_log_dir(const std::map<std::string, std::string>& env) {
+// A fresh folder, as torchrun makes for its logs and error files (tempfile.mkdtemp with the prefix
+// "torchelastic_", in $TMPDIR); empty, with `why` set, when it cannot be made.
+std::string make_temporary_dir(const std::map<std::string, std::string>& env, std::string* why) {
   auto tmp = env.find("TMPDIR");
   std::string path = (tmp != env.end() && !tmp->second.empty() ? tmp->second : std::string("/tmp")) +
                      "/torchelastic_XXXXXX";
   std::vector<char> buf(path.begin(), path.end());
   buf.push_back('\0');
-  if (!::mkdtemp(buf.data()))
-    throw ConfigError("--tee / --redirects without --log-dir: cannot make a log folder " + path + ": " +
-                      std::strerror(errno));
+  if (!::mkdtemp(buf.data())) {
+    *why = "cannot make a folder " + path + ": " + std::strerror(errno);
+    return "";
+  }
   return buf.data();
+}
+
+// True when `dir` holds a file anywhere below it (a folder of empty folders holds nothing).
+bool holds_a_file(const std::string& dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+    if (!it->is_directory(ec)) return true;
+  return false;
+}
+
+// The name torchrun gives the job in its "<name> FAILED" report: the program's file name, or for a
+// Python run (python3 -u script.py / -m module) the script's or module's.
+std::string entrypoint_name(const std::vector<std::string>& program) {
+  auto base = [](const std::string& p) { return p.substr(p.find_last_of('/') + 1); };
+  if (program.empty()) return "ddprun";
+  const std::string first = base(program[0]);
+  if (first.rfind("python", 0) == 0)
+    for (size_t i = 1; i < program.size(); ++i)
+      if (!program[i].empty() && program[i][0] != '-') return base(program[i]);
+  return first;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "<unknown host>";
+  return buf;
 }
 
 // A --log-dir that cannot be created is a bad flag (exit 2), not bad data.
@@ -59,7 +92,9 @@ class Agent {
     DDP_LOG(INFO) << "ddprun: " << config_.describe();
     for (const auto& note : config_.notes) DDP_LOG(WARN) << note;
     if (log_dir_.empty() && (config_.tee.any() || config_.redirects.any())) {
-      log_dir_ = make_temporary_log_dir(env_);
+      std::string why;
+      log_dir_ = make_temporary_dir(env_, &why);
+      if (log_dir_.empty()) throw ConfigError("--tee / --redirects without --log-dir: " + why);
       DDP_LOG(INFO) << "log directory set to: " << log_dir_ << " (--tee / --redirects without --log-dir)";
     }
     if (config_.nproc_per_node > 1 && !env_.count("OMP_NUM_THREADS"))
@@ -71,6 +106,17 @@ class Agent {
     } catch (const Interrupted& i) {
       DDP_LOG(WARN) << "stopped by " << signal_name(i.signal) << " while joining the other nodes";
       return 128 + i.signal;
+    }
+    // Each worker's TORCHELASTIC_ERROR_FILE lives beside its logs; without --log-dir in a temporary
+    // folder, as torchrun's, removed at the end unless a worker wrote a record there.
+    error_dir_ = log_dir_;
+    if (error_dir_.empty()) {
+      std::string why;
+      error_dir_ = make_temporary_dir(env_, &why);
+      error_dir_temporary_ = !error_dir_.empty();
+      if (error_dir_.empty())
+        DDP_LOG(WARN) << "the workers get no TORCHELASTIC_ERROR_FILE (" << why
+                      << "): a failure is reported by its exit code only";
     }
     DDP_LOG(INFO) << "run " << layout_.run_id << ": node " << config_.node_rank << " runs ranks "
                   << layout_.rank_offset << ".." << layout_.rank_offset + config_.nproc_per_node - 1 << " of "
@@ -90,6 +136,7 @@ class Agent {
     int code = 0;
     int64_t round = 0;
     std::string reason;
+    FailureReport failures;  ///< kLocalFailure: what failed, and which of it is the cause
   };
 
   // One attempt: start, watch, stop. Returns the exit code when the job is over, or nullopt with
@@ -122,6 +169,7 @@ class Agent {
                                    ? "but no restarts are left (--max-restarts " + std::to_string(config_.max_restarts) + ")"
                                    : std::string("not restarted (--restart-on retryable)"));
             stop_workers(group, SIGTERM);
+            report_failure(o.failures);
             return final_code;
           }
           int64_t next = coord_->request_restart(round);
@@ -160,16 +208,22 @@ class Agent {
     while (true) {
       wait_events(config_.monitor_interval);
       if (stop_signal_) return {Event::kStopSignal};
-      std::optional<WorkerExit> failure;
+      FailureReport seen;
       for (const auto& e : group.reap()) {
         if (e.code == 0) {
           DDP_LOG(INFO) << e.describe();
           continue;
         }
-        // Of failures seen together, a permanent one is the cause (the others lost their peer).
-        if (!failure || (is_retryable_exit_code(failure->code) && !is_retryable_exit_code(e.code))) failure = e;
+        // Of failures seen together, the first permanent one is the cause (the others lost their
+        // peer), else the first seen.
+        seen.failures.push_back(e);
+        const WorkerExit& cause = seen.failures[seen.root];
+        if (is_retryable_exit_code(cause.code) && !is_retryable_exit_code(e.code)) seen.root = seen.failures.size() - 1;
       }
-      if (failure) return {Event::kLocalFailure, failure->code, 0, failure->describe()};
+      if (!seen.failures.empty()) {
+        const WorkerExit& cause = seen.failures[seen.root];
+        return {Event::kLocalFailure, cause.code, 0, cause.describe(), seen};
+      }
       if (group.all_exited()) return {Event::kLocalSuccess};
       if (Clock::now() >= next_poll) {
         auto state = coord_->poll();
@@ -227,6 +281,16 @@ class Agent {
       put("TORCHELASTIC_USE_AGENT_STORE", "True");
       if (config_.nproc_per_node > 1 && !env_.count("OMP_NUM_THREADS")) put("OMP_NUM_THREADS", "1");
       WorkerSpec spec;
+      // Never ddprun's own (which gets the root cause at the end): each worker its own file or none.
+      env.erase("TORCHELASTIC_ERROR_FILE");
+      if (!error_dir_.empty()) {
+        std::string dir = error_dir_ + "/" + layout_.run_id + "/attempt_" + std::to_string(round) + "/" +
+                          std::to_string(rank);
+        make_log_dirs(dir);
+        spec.error_file = dir + "/error.json";
+        ::unlink(spec.error_file.c_str());  // a record from an earlier run with the same folder and run id
+        put("TORCHELASTIC_ERROR_FILE", spec.error_file);
+      }
       spec.local_rank = lr;
       spec.rank = rank;
       spec.argv = config_.program;
@@ -309,8 +373,22 @@ class Agent {
     pump_.close_all();
   }
 
+  // torchrun's "<program> FAILED" block, and the root cause's record for whoever started ddprun.
+  void report_failure(const FailureReport& report) {
+    if (report.failures.empty()) return;
+    const std::time_t now = std::time(nullptr);
+    DDP_LOG(ERROR) << "the job failed:" << format_failure_report(entrypoint_name(config_.program), report, host_name(), now);
+    auto own = env_.find("TORCHELASTIC_ERROR_FILE");
+    if (own != env_.end()) record_root_cause(own->second, report, now);
+  }
+
   int finish(int code) {
     pump_.close_all();
+    if (error_dir_temporary_) {
+      std::error_code ec;
+      if (holds_a_file(error_dir_)) DDP_LOG(INFO) << "the workers' error records are kept in " << error_dir_;
+      else std::filesystem::remove_all(error_dir_, ec);
+    }
     if (uint64_t n = pump_.dropped_lines())
       DDP_LOG(WARN) << n << " line(s) of worker output were dropped: the reader of ddprun's stdout/stderr "
                     << "did not keep up (--log-dir keeps every line)";
@@ -328,6 +406,8 @@ class Agent {
   const LaunchConfig& config_;
   std::map<std::string, std::string> env_;
   std::string log_dir_;  ///< --log-dir, or the temporary one --tee / --redirects get without it
+  std::string error_dir_;  ///< where the workers' error files go: log_dir_, or a temporary folder
+  bool error_dir_temporary_ = false;
   SignalPipe signals_;
   OutputPump pump_;
   std::unique_ptr<NodeCoordinator> coord_;

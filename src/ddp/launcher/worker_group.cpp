@@ -159,7 +159,7 @@ std::vector<WorkerExit> WorkerGroup::reap() {
     if (r == w.pid) {
       w.code = decode_wait_status(status);
       w.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-      ended.push_back({w.spec.local_rank, w.spec.rank, *w.code, w.signal});
+      ended.push_back({w.spec.local_rank, w.spec.rank, *w.code, w.signal, w.pid, w.spec.error_file});
     }
   }
   return ended;
@@ -176,7 +176,7 @@ int WorkerGroup::running() const {
 std::vector<WorkerExit> WorkerGroup::exits() const {
   std::vector<WorkerExit> out;
   for (const auto& w : workers_)
-    if (w.code) out.push_back({w.spec.local_rank, w.spec.rank, *w.code, w.signal});
+    if (w.code) out.push_back({w.spec.local_rank, w.spec.rank, *w.code, w.signal, w.pid, w.spec.error_file});
   return out;
 }
 

@@ -20,6 +20,7 @@ struct WorkerSpec {
   std::vector<std::string> env;   ///< complete environment, "NAME=value"
   bool stdout_to_console = true, stderr_to_console = true;
   std::string stdout_file, stderr_file;  ///< empty: none
+  std::string error_file;  ///< its TORCHELASTIC_ERROR_FILE (already in env); empty: none
 };
 
 struct WorkerExit {
@@ -27,6 +28,8 @@ struct WorkerExit {
   int rank;
   int code;        ///< exit code, or 128 + signal number
   int signal = 0;  ///< the signal that killed it, 0 when it exited
+  pid_t pid = -1;
+  std::string error_file;  ///< where it may have recorded why it failed (WorkerSpec::error_file)
   std::string describe() const;  ///< "worker rank 3 (local 1) exited with code 2" / "... was killed by SIGKILL (137)"
 };
 
