@@ -18,6 +18,7 @@
 
 #include "trainer/tensorboard_record.h"
 #include "util/files.h"
+#include "util/host_name.h"
 
 namespace ddp::trainer::tensorboard {
 namespace {
@@ -55,9 +56,7 @@ long long name_seconds(const std::string& name) {
 }
 
 std::string host_name() {
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "localhost";
-  std::string h(host);
+  std::string h = util::host_name().value_or("localhost");
   for (char& c : h)  // a name part: no separators
     if (c == '/' || c == ' ') c = '_';
   return h;

@@ -22,6 +22,7 @@
 #include "ddp/launcher/signal_pipe.h"
 #include "ddp/launcher/worker_group.h"
 #include "util/files.h"
+#include "util/host_name.h"
 
 namespace ddp::launcher {
 namespace {
@@ -68,11 +69,6 @@ std::string entrypoint_name(const std::vector<std::string>& program) {
   return first;
 }
 
-std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "<unknown host>";
-  return buf;
-}
 
 // A --log-dir that cannot be created is a bad flag (exit 2), not bad data.
 void make_log_dirs(const std::string& dir) {
@@ -377,7 +373,8 @@ class Agent {
   void report_failure(const FailureReport& report) {
     if (report.failures.empty()) return;
     const std::time_t now = std::time(nullptr);
-    DDP_LOG(ERROR) << "the job failed:" << format_failure_report(entrypoint_name(config_.program), report, host_name(), now);
+    DDP_LOG(ERROR) << "the job failed:" << format_failure_report(entrypoint_name(config_.program), report,
+                                                                 util::host_name().value_or("<unknown host>"), now);
     auto own = env_.find("TORCHELASTIC_ERROR_FILE");
     if (own != env_.end()) record_root_cause(own->second, report, now);
   }
