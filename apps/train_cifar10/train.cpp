@@ -24,6 +24,7 @@
 #include "data/cifar/cifar_loader.h"
 #include "evaluate.h"
 #include "models/model_factory.h"
+#include "trainer/comm_hook_choice.h"
 #include "trainer/interval_meter.h"
 #include "trainer/reporter.h"
 #include "trainer/session.h"
@@ -67,7 +68,10 @@ class Trainer {
                       .katib_metrics_file(o.runtime.katib_metrics_file())
                       .progress(o.runtime.progress())
                       .max_steps(o.runtime.max_steps())),
-        checkpointer_(o.checkpoint.options(), pg_) {}
+        checkpointer_(o.checkpoint.options(), pg_),
+        comm_hook_(o.runtime.comm_hook(), pg_, checkpointer_) {
+    comm_hook_.install(model_);
+  }
 
   /// Resume, the epoch loop, the final save. The exit code.
   int run() {
@@ -187,6 +191,7 @@ class Trainer {
   ddp::TrainingProgress progress_;
   ddp::trainer::Reporter reporter_;
   ddp::Checkpointer checkpointer_;
+  ddp::trainer::CommHookChoice comm_hook_;  // registers its state with checkpointer_ before resume
   ddp::StopVote stop_{*pg_};
   EvalCounts last_;
   int64_t trained_images_ = 0;  // all ranks

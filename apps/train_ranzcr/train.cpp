@@ -16,6 +16,7 @@
 #include "data/ranzcr/records.h"
 #include "data/ranzcr/split.h"
 #include "models/model_factory.h"
+#include "trainer/comm_hook_choice.h"
 #include "trainer/interval_meter.h"
 #include "trainer/reporter.h"
 #include "trainer/step_end.h"
@@ -130,6 +131,7 @@ class Trainer {
         net_(build_model(o, session)),
         optimizer_(trainable_parameters(net_), torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay)),
         checkpointer_(o.checkpoint.options(), session.pg),
+        comm_hook_(o.runtime.comm_hook(), session.pg, checkpointer_),
         metadata_{{"trainer", "train_ranzcr"}, {"arch", o.arch}, {"image_size", std::to_string(o.image_size)}} {}
 
   /// Resume, the epoch loop, the final save. The exit code.
@@ -138,6 +140,7 @@ class Trainer {
     if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *net_, &optimizer_)) progress_ = resumed->progress;
     reporter_.start(progress_.global_step);
     ddp::DistributedDataParallel<Model> model(net_, session_.pg);
+    comm_hook_.install(model);
     ddp::DistributedSampler sampler(static_cast<int64_t>(data_.split.train.size()), pg_.size(), pg_.rank(),
                                     /*shuffle=*/true, static_cast<int64_t>(o_.seed));
     steps_per_epoch_ = (sampler.num_samples() + o_.batch_size - 1) / o_.batch_size;
@@ -282,6 +285,7 @@ class Trainer {
   Model net_;
   torch::optim::Adam optimizer_;
   ddp::Checkpointer checkpointer_;
+  ddp::trainer::CommHookChoice comm_hook_;  // registers its state with checkpointer_ before resume
   const std::map<std::string, std::string> metadata_;
   ddp::TrainingProgress progress_;
   int64_t steps_per_epoch_ = 0;

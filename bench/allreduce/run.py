@@ -17,40 +17,23 @@ and adds the ratio of the first variant over the second. Every ddp variant's ran
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+from ranks import run_ranks  # noqa: E402
 TORCH = "torch"  # the key of torch.distributed's column
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_once(cmd, nranks, env_extra):
     """Runs one implementation at nranks; returns ({bytes: seconds}, rank 0's 'transport:' log line or None)."""
-    port = free_port()
-    procs = []
-    for rank in range(nranks):
-        env = dict(os.environ)
-        env.update(env_extra)
-        env.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nranks), LOCAL_WORLD_SIZE=str(nranks),
-                   GROUP_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outs = [p.communicate(timeout=1800) for p in procs]
-    for rank, (p, (out, err)) in enumerate(zip(procs, outs)):
-        if p.returncode != 0:
-            sys.exit(f"{cmd[0]} rank {rank} failed ({p.returncode}) with {env_extra}:\n{err}")
+    out, err = run_ranks(cmd, nranks, env_extra, timeout=1800, omp_threads=None)[0]
     result = {}
-    for line in outs[0][0].splitlines():
+    for line in out.splitlines():
         b, iters, sec = line.split()
         result[int(b)] = float(sec)
-    transport = next((l[l.index("transport:"):].strip() for l in outs[0][1].splitlines() if "transport:" in l), None)
+    transport = next((l[l.index("transport:"):].strip() for l in err.splitlines() if "transport:" in l), None)
     return result, transport
 
 

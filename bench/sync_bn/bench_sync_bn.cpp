@@ -3,30 +3,12 @@
 // machine drift touches both alike. Rank 0 prints one line per pass and mode:
 //   RESULT mode=bn|syncbn pass=P step_ms=X
 // Environment: the usual RANK/WORLD_SIZE/MASTER_*; arguments: BATCH SIZE STEPS WARMUP PASSES.
-#include <ddp/distributed_data_parallel.h>
 #include <ddp/init.h>
 
-#include <torch/torch.h>
-
-#include <chrono>
 #include <cstdlib>
 #include <iostream>
-#include <string>
 
-#include "models/resnet.h"
-
-namespace {
-
-using Net = ddp::models::ResNet;
-
-struct Mode {
-  std::string name;
-  Net net;
-  std::shared_ptr<ddp::DistributedDataParallel<Net>> model;
-  std::shared_ptr<torch::optim::SGD> opt;
-};
-
-}  // namespace
+#include "common/resnet_modes.h"
 
 int main(int argc, char** argv) {
   if (argc != 6) {
@@ -41,33 +23,14 @@ int main(int argc, char** argv) {
   torch::manual_seed(pg->rank());
   const at::Tensor x = torch::randn({batch, 3, size, size});
   const at::Tensor y = torch::randint(0, 10, {batch});
-  std::vector<Mode> modes;
+  std::vector<ddp::bench::ResNetMode> modes;
   for (bool sync : {false, true}) {
-    torch::manual_seed(0);
-    Mode m{sync ? "syncbn" : "bn",
-           Net(ddp::models::ResNetOptions(ddp::models::ResNetArch::kResNet18).num_classes(10).sync_bn_group(
-               sync ? pg : nullptr)),
-           nullptr, nullptr};
-    m.model = std::make_shared<ddp::DistributedDataParallel<Net>>(m.net, pg);
-    m.opt = std::make_shared<torch::optim::SGD>(m.net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-    modes.push_back(std::move(m));
+    modes.push_back(ddp::bench::make_resnet_mode(
+        sync ? "syncbn" : "bn", pg, 10,
+        ddp::models::ResNetOptions(ddp::models::ResNetArch::kResNet18).sync_bn_group(sync ? pg : nullptr)));
   }
-  auto step = [&](Mode& m) {
-    m.opt->zero_grad();
-    torch::nn::functional::cross_entropy((*m.model)(x), y).backward();
-    m.opt->step();
-  };
-  for (auto& m : modes)
-    for (int i = 0; i < warmup; ++i) step(m);
-  for (int pass = 0; pass < passes; ++pass) {
-    for (auto& m : modes) {
-      pg->barrier()->wait();
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < steps; ++i) step(m);
-      pg->barrier()->wait();
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / steps;
-      if (pg->rank() == 0) std::cout << "RESULT mode=" << m.name << " pass=" << pass << " step_ms=" << ms << std::endl;
-    }
-  }
+  ddp::bench::time_modes(*pg, modes, x, y, steps, warmup, passes, [&](ddp::bench::ResNetMode& m, int pass, double ms) {
+    if (pg->rank() == 0) std::cout << "RESULT mode=" << m.name << " pass=" << pass << " step_ms=" << ms << std::endl;
+  });
   return 0;
 }

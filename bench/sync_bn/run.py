@@ -10,40 +10,24 @@ and mode and SyncBatchNorm's overhead over BatchNorm; a mode torch refuses is sh
 """
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+from ranks import result_lines, run_ranks  # noqa: E402
 
 
 def run_once(cmd, nranks):
     """{mode: [step_ms per pass]} and {mode: reason} from rank 0's output."""
-    port = free_port()
-    procs = []
-    for rank in range(nranks):
-        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nranks),
-                   LOCAL_WORLD_SIZE=str(nranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outs = [p.communicate(timeout=3600) for p in procs]
-    for rank, (p, (out, err)) in enumerate(zip(procs, outs)):
-        if p.returncode != 0:
-            sys.exit(f"{cmd[0]} rank {rank} failed ({p.returncode}):\n{err}")
+    out = run_ranks(cmd, nranks)[0][0]
     times, unsupported = {}, {}
-    for line in outs[0][0].splitlines():
-        kind, _, rest = line.partition(" ")
-        fields = dict(f.split("=", 1) for f in rest.split(" ", 2) if "=" in f)
-        if kind == "RESULT":
-            times.setdefault(fields["mode"], []).append(float(fields["step_ms"]))
-        elif kind == "UNSUPPORTED":
-            unsupported[fields["mode"]] = rest.split("reason=", 1)[1]
+    for f in result_lines(out):
+        times.setdefault(f["mode"], []).append(float(f["step_ms"]))
+    for line in out.splitlines():
+        if line.startswith("UNSUPPORTED "):
+            mode = line.split("mode=", 1)[1].split(" ", 1)[0]
+            unsupported[mode] = line.split("reason=", 1)[1]
     return times, unsupported
 
 

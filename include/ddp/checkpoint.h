@@ -34,6 +34,7 @@
 #include <torch/arg.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -109,6 +110,16 @@ class DDP_API Checkpointer {
   /// Another generator saved and restored with every checkpoint, per rank (the default CPU
   /// generator, and CUDA's when present, are always included). Returns *this.
   Checkpointer& track_generator(const std::string& name, at::Generator generator);
+
+  /// Named tensors of one rank's state (state_tensors() of ddp::comm_hooks::PowerSGDState).
+  using RankState = std::vector<std::pair<std::string, at::Tensor>>;
+  /// Another piece of per-rank state saved and restored with every checkpoint: `save` runs on every
+  /// rank in save(), and rank 0 keeps each rank's tensors; `load` runs in load() with the tensors
+  /// this rank saved. When the checkpoint was written by another number of ranks, `load` gets rank
+  /// 0's tensors and same_world false (the state is then the caller's to adapt). A checkpoint
+  /// without the entry (saved without it) leaves the state as it is, with a warning. Returns *this.
+  Checkpointer& track_rank_state(const std::string& name, std::function<RankState()> save,
+                                 std::function<void(const RankState& tensors, bool same_world)> load);
 
   /// True when options().every() > 0 and progress.global_step is a multiple of it.
   bool due(const TrainingProgress& progress) const;

@@ -33,6 +33,7 @@
 #include <torch/arg.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -65,6 +66,17 @@ struct DistributedDataParallelOptions {
   TORCH_ARG(bool, overlap_communication) = true;
   /// Rebuild the buckets once, after the first iteration, in gradient arrival order.
   TORCH_ARG(bool, rebuild_buckets) = true;
+};
+
+/// How DistributedDataParallel::join() handles ranks that run out of inputs (PyTorch's
+/// DistributedDataParallel.join() arguments).
+struct JoinOptions {
+  /// true: every rank's gradient is divided by the world size, so a rank that has joined counts as
+  /// a zero gradient. false: by the number of ranks still training in that step.
+  TORCH_ARG(bool, divide_by_initial_world_size) = true;
+  /// true: as soon as one rank runs out of inputs, every rank's next forward throws DataError
+  /// (the joined rank's join() too), so they can stop the epoch together.
+  TORCH_ARG(bool, throw_on_early_termination) = false;
 };
 
 /// Counters for the benchmark and for logs.
@@ -157,6 +169,16 @@ class DDP_API DistributedDataParallelBase {
 
   /// Gradient accumulation without communication while the guard lives.
   NoSyncGuard no_sync();
+  /// Training on uneven inputs (PyTorch's `with model.join():`). Runs `loop`, this rank's pass over
+  /// its own batches, which may hold fewer steps than other ranks'. Each forward inside it first
+  /// tells the group that this rank still trains. When `loop` returns, this rank shadows the
+  /// collectives of the ranks still training (their buffer broadcasts and gradient reductions,
+  /// with zero gradients) until every rank's loop has returned; then every rank takes the
+  /// parameters and buffers of the last rank to finish (the highest-numbered of them). While
+  /// joining, buffers are broadcast from the highest-numbered rank still training, not rank 0.
+  /// Collective: every rank calls join() around its loop. An exception from `loop` propagates at
+  /// once, without shadowing (the other ranks then fail at their timeout), as in PyTorch.
+  void join(const std::function<void()>& loop, JoinOptions options = {});
   /// Replaces how buckets are reduced; call before the first backward, on every rank.
   void register_comm_hook(CommHook hook);
 
@@ -166,6 +188,12 @@ class DDP_API DistributedDataParallelBase {
   const std::vector<std::string>& parameter_names() const;
   /// Parameter indices per bucket, in launch order.
   std::vector<std::vector<int64_t>> bucket_indices() const;
+  /// Uses these buckets (parameter indices per bucket, in launch order, as bucket_indices()
+  /// returns them) from the first backward on, instead of the initial ones and their rebuild: a
+  /// resumed run continues on the buckets the saved run had rebuilt to, so per-bucket comm hook
+  /// state (PowerSGD) meets the same buckets. Before the first backward, the same on every rank.
+  /// ConfigError when it is not a partition of the parameters or a bucket mixes devices or dtypes.
+  void set_bucket_indices(const std::vector<std::vector<int64_t>>& buckets);
   DistributedDataParallelStats stats() const;
 
  protected:

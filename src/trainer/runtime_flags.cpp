@@ -33,6 +33,12 @@ void add_runtime_flags(cxxopts::Options& cli, const std::string& data_dir_holds)
       ("timeout", "seconds a collective, the rendezvous or a store call may wait before the rank exits 201 "
                   "(0: the backend's default, Gloo 30 min, NCCL 10 min)",
        cxxopts::value<std::string>()->default_value("0"), "SECONDS")
+      ("comm-hook", "how DDP reduces gradients: none (allreduce), fp16 or bf16 (compressed allreduce), powersgd:N "
+                    "(PowerSGD of rank N, as PyTorch's powerSGD_hook; its state is checkpointed)",
+       cxxopts::value<std::string>()->default_value("none"), "{none|fp16|bf16|powersgd:N}")
+      ("powersgd-start-iter", "--comm-hook powersgd: plain allreduce for the first N steps (PyTorch's "
+                              "start_powerSGD_iter; at least 2)",
+       cxxopts::value<std::string>()->default_value("1000"), "N")
       ("metrics-file", "rank 0 appends JSON lines (train intervals, evaluations, a summary) here",
        cxxopts::value<std::string>()->default_value(""), "FILE")
       ("katib-metrics-file", "rank 0 appends each evaluation's metrics here as the JSON lines Katib's File "
@@ -75,6 +81,7 @@ RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args, const std::m
   o.log_interval(util::parse_int("--log-interval", args["log-interval"].as<std::string>(), 1, INT64_C(1) << 40));
   o.max_steps(util::parse_int("--max-steps", args["max-steps"].as<std::string>(), 0, INT64_C(1) << 40));
   o.timeout_seconds(util::parse_real("--timeout", args["timeout"].as<std::string>(), 0, 7 * 24 * 3600.0));
+  o.comm_hook(parse_comm_hook(args["comm-hook"].as<std::string>(), args["powersgd-start-iter"].as<std::string>()));
   return o;
 }
 

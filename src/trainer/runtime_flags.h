@@ -12,6 +12,8 @@
 //   --backend auto|gloo|nccl   --device auto|cpu|cuda (session.h says what auto does)
 //   --threads N (0: thread_budget.h)   --progress auto|bar|plain
 //   --log-interval N   --max-steps N (0: no limit)
+//   --comm-hook none|fp16|bf16|powersgd:R   --powersgd-start-iter N   how DDP reduces gradients
+//                   (comm_hook_choice.h)
 //   --timeout S     seconds a collective, the rendezvous or a store call may take before the rank
 //                   fails with TimeoutError (exit 201, retryable); 0: the backend's default (Gloo 30 min,
 //                   NCCL 10 min). A short one bounds how long a rank waits for a peer whose network is gone.
@@ -33,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "trainer/comm_hook_setting.h"
 #include "util/cli.h"
 
 namespace ddp::trainer {
@@ -54,6 +57,8 @@ struct RuntimeOptions {
   TORCH_ARG(int64_t, max_steps) = 0;
   /// Process-group timeout in seconds (collectives, rendezvous, store calls); 0: the backend's default.
   TORCH_ARG(double, timeout_seconds) = 0;
+  /// --comm-hook and --powersgd-start-iter.
+  TORCH_ARG(CommHookSetting, comm_hook);
 };
 
 /// Registers the flags: --data-dir and --model-dir in group "Data" (`data_dir_holds` completes

@@ -12,7 +12,8 @@
 // one vocabulary that the man pages show and the bash completion (tools/bash_completion/ddp.bash)
 // completes by: N an integer, X a real number, SECONDS a duration, FILE a file, DIR a folder,
 // HOST, PORT, HOST:PORT, NAME an identifier, LIST a comma-separated list, {a|b|c} one of these
-// words (an upper-case word among them is one of the names above: {auto|none|FILE}).
+// words (an upper-case word among them is one of the names above: {auto|none|FILE}; a word may
+// take an argument after a colon, named as above: {none|powersgd:N}).
 #include <torch/arg.h>
 #include <cxxopts.hpp>
 

@@ -96,7 +96,9 @@ TEST(Cli, EveryValueHasANameFromTheVocabulary) {
   if (programs.empty()) GTEST_SKIP() << "no binaries built (DDP_BUILD_APPS=OFF)";
   // An option row: "  -n, --images N    ..." or "      --out DIR" (a description starts further right).
   const std::regex row(R"(^(  -[A-Za-z0-9], |      )--([A-Za-z0-9][A-Za-z0-9_-]*)( ([^ ]+))?( {2,}|$))");
-  const std::regex vocabulary(R"(N|X|SECONDS|FILE|DIR|HOST|PORT|HOST:PORT|NAME|LIST|N\[:N\]|\{[A-Za-z0-9]+(\|[A-Za-z0-9]+)*\})");
+  // A choice word may take an argument after a colon ({none|powersgd:N}).
+  const std::regex vocabulary(
+      R"(N|X|SECONDS|FILE|DIR|HOST|PORT|HOST:PORT|NAME|LIST|N\[:N\]|\{[A-Za-z0-9]+(:(N|X|NAME))?(\|[A-Za-z0-9]+(:(N|X|NAME))?)*\})");
   for (const auto& p : programs) {
     Outcome help = run(p, "--help", /*stdout_only=*/true);
     ASSERT_EQ(help.status, 0) << p.name;

@@ -72,6 +72,8 @@ run_cases() {
   expect "gloo" train_cifar10 --backend = g
   expect "auto bar plain" train_ranzcr --progress =
   expect "resnet18 resnet34 resnet50" train_ranzcr --arch res
+  expect "bf16 fp16 none powersgd:" train_cifar10 --comm-hook ""
+  expect "powersgd:" train_ranzcr --comm-hook pow
   expect "auto cpu gpu" ddprun --nproc-per-node ""
   expect "c10d static" ddprun --rdzv-backend ""
   # A folder: folders only; a file: files and folders (to walk into); {auto|none|FILE}: both.

@@ -87,4 +87,56 @@ TEST(DistributedDataParallel, MatchesPyTorchBitForBitAcrossBucketsResNet18) {
   std::filesystem::remove_all(dir);
 }
 
+// PowerSGD on the same ResNet-18 run: our hook against torch's powerSGD_hook (start_powerSGD_iter 2,
+// so two plain steps, then two compressed ones, the second warm-started and error-fed). The final
+// parameters and buffers equal torch's bit for bit, and so do the hook's step count and element
+// counters. Rank 2 orthogonalizes by Gram-Schmidt, rank 4 by QR, as torch's _orthogonalize does.
+void expect_powersgd_matches_torch(int rank) {
+  const std::string dir = ddp::testing::make_temp_dir("ddp-powersgd-parity");
+  auto options = quick();
+  options.env["DDP_PARITY_DIR"] = dir;
+  options.env["DDP_POWERSGD_RANK"] = std::to_string(rank);
+  expect_all_succeeded(run_workers("resnet_parity_prepare", 1, options));
+  run_python_ranks("resnet_reference.py", {dir, "4", std::to_string(rank)});
+  if (::testing::Test::HasFatalFailure()) return;
+  expect_all_succeeded(run_workers("resnet_parity_train", 2, options));
+  std::filesystem::remove_all(dir);
+}
+TEST(DistributedDataParallel, PowerSGDRank2MatchesPyTorchsHookBitForBitResNet18) { expect_powersgd_matches_torch(2); }
+TEST(DistributedDataParallel, PowerSGDRank4MatchesPyTorchsHookBitForBitResNet18) { expect_powersgd_matches_torch(4); }
+
+// The hook alone against torch's, bucket by bucket, on gradients the ResNet run does not have, in
+// three configurations, with a state saved and reloaded mid-run (powersgd_hook_workers.cpp).
+TEST(DistributedDataParallel, PowerSGDHookMatchesPyTorchsAndResumesExactly) {
+  const std::string dir = ddp::testing::make_temp_dir("ddp-powersgd-hook");
+  auto options = quick();
+  options.env["DDP_PARITY_DIR"] = dir;
+  expect_all_succeeded(run_workers("powersgd_hook_prepare", 1, options));
+  run_python_ranks("powersgd_reference.py", {dir});
+  if (HasFatalFailure()) return;
+  expect_all_succeeded(run_workers("powersgd_hook_compare", 2, options));
+  std::filesystem::remove_all(dir);
+}
+// join() on uneven inputs (join_workers.cpp): against torch's model.join() bit for bit (2 ranks,
+// BatchNorm, both divisors), against one process (3 ranks), and throw_on_early_termination.
+TEST(DistributedDataParallel, JoinMatchesPyTorchsJoinBitForBit) {
+  const std::string dir = ddp::testing::make_temp_dir("ddp-join-parity");
+  auto options = quick();
+  options.env["DDP_PARITY_DIR"] = dir;
+  expect_all_succeeded(run_workers("join_parity_prepare", 1, options));
+  run_python_ranks("join_reference.py", {dir});
+  if (HasFatalFailure()) return;
+  expect_all_succeeded(run_workers("join_parity_train", 2, options));
+  std::filesystem::remove_all(dir);
+}
+TEST(DistributedDataParallel, JoinOfThreeUnevenRanksMatchesOneProcess) {
+  expect_all_succeeded(run_workers("join_matches_one_process", 3, quick()));
+}
+TEST(DistributedDataParallel, JoinThrowOnEarlyTerminationStopsEveryRankAtTheSameStep) {
+  expect_all_succeeded(run_workers("join_throw_on_early_termination", 3, quick()));
+}
+TEST(DistributedDataParallel, PowerSGDBadOptionsAndBadStateAreNamedErrors) {
+  expect_all_succeeded(run_workers("powersgd_state_errors", 1, quick()));
+}
+
 }  // namespace

@@ -6,8 +6,13 @@
 // What must hold, exactly: our initial buckets and our rebuilt buckets are the ones torch's own
 // bucketing rule (_compute_bucket_assignment_by_size, as the script calls it) gives, and after the
 // steps every parameter and buffer equals torch DDP's bit for bit.
+//
+// With $DDP_POWERSGD_RANK both sides reduce through PowerSGD (ours: ddp::comm_hooks::powersgd;
+// torch's: powerSGD_hook) with the same options, and the same holds: every tensor bit for bit, and
+// the hook's step count and compression counters equal torch's PowerSGDState's.
 #include <ddp/distributed_data_parallel.h>
 #include <ddp/init.h>
+#include <ddp/powersgd_hook.h>
 
 #include <torch/torch.h>
 
@@ -121,6 +126,15 @@ DDP_TEST_WORKER(resnet_parity_train) {
          "initial buckets " + show(model.bucket_indices()) + "!= torch's rule over the reversed order " + show(initial));
   expect(initial.size() >= 3, "the model spans at least 3 buckets, got " + std::to_string(initial.size()));
 
+  const char* powersgd_rank = std::getenv("DDP_POWERSGD_RANK");
+  std::shared_ptr<ddp::comm_hooks::PowerSGDState> powersgd;
+  if (powersgd_rank) {
+    // torch's PowerSGDState(matrix_approximation_rank=R, start_powerSGD_iter=2, random_seed=0).
+    powersgd = std::make_shared<ddp::comm_hooks::PowerSGDState>(
+        pg, ddp::comm_hooks::PowerSGDOptions().matrix_approximation_rank(std::stoi(powersgd_rank)).start_iter(2));
+    model.register_comm_hook(ddp::comm_hooks::powersgd(powersgd));
+  }
+
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
   const int64_t per = kResNetBatch / pg->size();
   for (int s = 0; s < kResNetSteps; ++s) {
@@ -129,6 +143,19 @@ DDP_TEST_WORKER(resnet_parity_train) {
     opt.zero_grad();
     torch::nn::functional::cross_entropy(model(x), y).backward();
     opt.step();
+  }
+  if (powersgd) {
+    std::ifstream in(dir + "/powersgd_stats.txt");
+    int64_t iter = -1, before = -1, after = -1;
+    in >> iter >> before >> after;
+    const auto ours = powersgd->compression_stats();
+    expect(in && powersgd->iter() == iter && ours.numel_before == before && ours.numel_after == after,
+           "PowerSGD iter/numel before/after " + std::to_string(powersgd->iter()) + " " +
+               std::to_string(ours.numel_before) + " " + std::to_string(ours.numel_after) + " != torch's " +
+               std::to_string(iter) + " " + std::to_string(before) + " " + std::to_string(after));
+    expect(iter == kResNetSteps && after > 0 && before > 2 * after,
+           "torch's PowerSGD compressed (iter " + std::to_string(iter) + ", " + std::to_string(before) + " -> " +
+               std::to_string(after) + " elements)");
   }
   const Buckets rebuilt = read_buckets(dir + "/buckets_rebuilt.txt");
   expect(model.stats().buckets_rebuilt, "the buckets were rebuilt after the first step");

@@ -122,6 +122,13 @@ pid_t worker_of(pid_t parent, int rank) {
 
 class CifarResume : public ::testing::Test {
  protected:
+  /// Flags every run of the test adds (the PowerSGD fixture's comm hook).
+  virtual std::vector<std::string> extra_args() const { return {}; }
+  std::vector<std::string> args(const std::string& model_dir, const std::string& ckpt_dir) const {
+    auto a = cifar_args(data, model_dir, ckpt_dir);
+    for (const auto& e : extra_args()) a.push_back(e);
+    return a;
+  }
   void SetUp() override {
     dir = ddp::testing::make_temp_dir("cifar-resume");
     data = dir + "/data";
@@ -129,12 +136,47 @@ class CifarResume : public ::testing::Test {
                     "--layout", "bin"});
     ASSERT_EQ(gen.wait(60s), 0) << gen.output();
     Subprocess base(with_launcher({kDdprun, "--standalone", "--nproc-per-node", "2"},
-                                  cifar_args(data, dir + "/baseline", dir + "/ck-baseline")));
+                                  args(dir + "/baseline", dir + "/ck-baseline")));
     ASSERT_EQ(base.wait(180s), 0) << base.output();
     baseline = dir + "/baseline/model.pt";
   }
   void TearDown() override { fs::remove_all(dir); }
+  /// SIGTERM to ddprun mid-epoch 1, exit 143 after a checkpoint; a second run with --resume auto
+  /// trains only the rest and ends with the baseline's weights.
+  void expect_sigterm_then_resume_gives_the_baseline() {
+    Subprocess first(with_launcher({kDdprun, "--standalone", "--nproc-per-node", "2", "--grace-period", "30"},
+                                   args(dir + "/stopped", dir + "/ck")));
+    ASSERT_TRUE(wait_for(first, "Train Epoch: 1 [480/1600")) << first.output();
+    auto sent = std::chrono::steady_clock::now();
+    first.kill(SIGTERM);
+    EXPECT_EQ(first.wait(60s), 143) << first.output();
+    EXPECT_LT(std::chrono::steady_clock::now() - sent, 30s);
+    EXPECT_NE(first.output().find("stopping on signal 15 after global step"), std::string::npos) << first.output();
+    EXPECT_FALSE(fs::exists(dir + "/stopped/model.pt"));
+
+    Subprocess second(with_launcher({kDdprun, "--standalone", "--nproc-per-node", "2"},
+                                    [&] {
+                                      auto a = args(dir + "/stopped", dir + "/ck");
+                                      a.insert(a.end(), {"--resume", "auto", "--metrics-file", dir + "/resumed-metrics.jsonl"});
+                                      return a;
+                                    }()));
+    ASSERT_EQ(second.wait(180s), 0) << second.output();
+    EXPECT_NE(second.output().find("resumed from " + dir + "/ck/ckpt-"), std::string::npos) << second.output();
+    expect_resumed_and_trained_the_rest(second.output(), dir + "/resumed-metrics.jsonl");
+    expect_same_model(baseline, dir + "/stopped/model.pt");
+  }
+
   std::string dir, data, baseline;
+};
+
+// The same runs with PowerSGD (rank 1, compressing from step 2): the hook's state (step count,
+// generator, each rank's error feedback, the warm-start Qs, DDP's buckets) must come back from the
+// checkpoint, or the resumed run's compressed gradients, and so its weights, differ.
+class CifarResumePowerSGD : public CifarResume {
+ protected:
+  std::vector<std::string> extra_args() const override {
+    return {"--comm-hook", "powersgd:1", "--powersgd-start-iter", "2"};
+  }
 };
 
 }  // namespace
@@ -144,7 +186,7 @@ TEST_F(CifarResume, KillNineMidEpochUnderDdprunGivesTheUninterruptedWeights) {
   Subprocess p(with_launcher({kDdprun, "--standalone", "--nproc-per-node", "2", "--max-restarts", "2",
                               "--monitor-interval", "0.05"},
                              [&] {
-                               auto a = cifar_args(data, dir + "/killed", dir + "/ck");
+                               auto a = args(dir + "/killed", dir + "/ck");
                                a.insert(a.end(), {"--metrics-file", metrics});
                                return a;
                              }()));
@@ -161,31 +203,16 @@ TEST_F(CifarResume, KillNineMidEpochUnderDdprunGivesTheUninterruptedWeights) {
 }
 
 TEST_F(CifarResume, SigtermCheckpointsExits143AndResumeAutoGivesTheUninterruptedWeights) {
-  Subprocess first(with_launcher({kDdprun, "--standalone", "--nproc-per-node", "2", "--grace-period", "30"},
-                                 cifar_args(data, dir + "/stopped", dir + "/ck")));
-  ASSERT_TRUE(wait_for(first, "Train Epoch: 1 [480/1600")) << first.output();
-  auto sent = std::chrono::steady_clock::now();
-  first.kill(SIGTERM);
-  EXPECT_EQ(first.wait(60s), 143) << first.output();
-  EXPECT_LT(std::chrono::steady_clock::now() - sent, 30s);
-  EXPECT_NE(first.output().find("stopping on signal 15 after global step"), std::string::npos) << first.output();
-  EXPECT_FALSE(fs::exists(dir + "/stopped/model.pt"));
+  expect_sigterm_then_resume_gives_the_baseline();
+}
 
-  Subprocess second(with_launcher({kDdprun, "--standalone", "--nproc-per-node", "2"},
-                                  [&] {
-                                    auto a = cifar_args(data, dir + "/stopped", dir + "/ck");
-                                    a.insert(a.end(), {"--resume", "auto", "--metrics-file", dir + "/resumed-metrics.jsonl"});
-                                    return a;
-                                  }()));
-  ASSERT_EQ(second.wait(180s), 0) << second.output();
-  EXPECT_NE(second.output().find("resumed from " + dir + "/ck/ckpt-"), std::string::npos) << second.output();
-  expect_resumed_and_trained_the_rest(second.output(), dir + "/resumed-metrics.jsonl");
-  expect_same_model(baseline, dir + "/stopped/model.pt");
+TEST_F(CifarResumePowerSGD, SigtermCheckpointsTheHooksStateAndResumeGivesTheUninterruptedWeights) {
+  expect_sigterm_then_resume_gives_the_baseline();
 }
 
 TEST_F(CifarResume, TorchrunTrainsToTheSameWeightsAsDdprun) {
   Subprocess p(with_launcher(ddp::testing::torchrun_argv(2, dir + "/torchrun-logs"),
-                             cifar_args(data, dir + "/torchrun", dir + "/ck")),
+                             args(dir + "/torchrun", dir + "/ck")),
                {{"OMP_NUM_THREADS", "1"}});
   ASSERT_EQ(p.wait(180s), 0) << p.output();
   expect_same_model(baseline, dir + "/torchrun/model.pt");

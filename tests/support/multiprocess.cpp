@@ -74,8 +74,11 @@ std::vector<WorkerResult> run_workers(const std::string& worker, int world_size,
       forked_env["DDP_TEST_WORKER"] = kUnset;  // as test_main leaves it for what the worker starts
       forked = Subprocess::fork_running(
           [worker] {
-            // A started process's generator: tests before this one may have drawn from ours.
-            at::manual_seed(c10::default_rng_seed_val);
+            // A started process's generator: LibTorch seeds its default CPU generator from
+            // c10::detail::getNonDeterministicRandom() (ATen/CPUGeneratorImpl.cpp), so each
+            // started process draws differently; a copy of ours would instead continue our
+            // stream, the same in every rank (tests/util/forked_worker_test.cpp).
+            at::manual_seed(c10::detail::getNonDeterministicRandom());
             return run_registered_worker(worker);
           },
           forked_env);

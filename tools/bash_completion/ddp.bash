@@ -4,7 +4,8 @@
 # (share/bash-completion/completions/<name>), because it knows no command's options itself: it reads
 # them from the command's own --help when asked, so a new flag completes without editing this file.
 # A value completes by the name --help gives it (src/util/cli.h lists them): FILE or PATH a file,
-# DIR a folder, {a|b|c} one of the words (an upper-case one among them adds files or folders).
+# DIR a folder, {a|b|c} one of the words (an upper-case one among them adds files or folders; a
+# word with an argument, powersgd:N, completes to "powersgd:").
 # After ddprun's options, the first word is a command and the words after it complete as that
 # command's.
 #
@@ -55,6 +56,7 @@ _ddp_values() {
     case $word in
       FILE | PATH | *FILE | *PATH) files=1 ;;
       DIR | *DIR) dirs=1 ;;
+      *:[[:upper:]]*) [[ ${word%%:*}: == "$cur"* ]] && COMPREPLY+=("${word%%:*}:") ;;
       *[[:lower:]]* | [0-9]*) [[ $word == "$cur"* ]] && COMPREPLY+=("$word") ;;
     esac
   done

@@ -7,6 +7,8 @@
 //   model             Dict[str, Tensor]   parameters and buffers by their dotted name (CPU copies)
 //   optimizer         nested archive       torch::optim::Optimizer::save (absent without optimizer)
 //   rng               List[Tensor]         per rank, uint8: rng_state.h's serialized generator states
+//   state.<name>      List[Tensor]         per rank, uint8: a LibTorch archive of the tensors of a
+//                                          track_rank_state() entry (absent when none is tracked)
 #include <ddp/checkpoint.h>
 #include <ddp/errors.h>
 #include <ddp/logging.h>
@@ -155,9 +157,51 @@ std::string TrainingProgress::describe() const {
   return s.str();
 }
 
+// A track_rank_state() entry.
+struct TrackedState {
+  std::string name;
+  std::function<Checkpointer::RankState()> save;
+  std::function<void(const Checkpointer::RankState&, bool)> load;
+};
+
+std::string rank_state_bytes(const Checkpointer::RankState& tensors) {
+  torch::serialize::OutputArchive archive;
+  for (const auto& [name, t] : tensors) archive.write(name, t.detach().cpu());
+  std::string bytes;
+  archive.save_to([&](const void* data, size_t n) {
+    bytes.append(static_cast<const char*>(data), n);
+    return n;
+  });
+  return bytes;
+}
+
+Checkpointer::RankState rank_state_from(const at::Tensor& blob, const std::string& what) {
+  const at::Tensor t = blob.contiguous();
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.nbytes()), c10::Device(c10::kCPU));
+    Checkpointer::RankState out;
+    for (const std::string& key : archive.keys()) {
+      at::Tensor value;
+      archive.read(key, value);
+      out.emplace_back(key, value);
+    }
+    return out;
+  } catch (const c10::Error& e) {
+    throw DataError(what + " is not a tensor archive: " + first_line(e.what()));
+  }
+}
+
+at::Tensor byte_tensor(const std::string& blob) {
+  at::Tensor t = at::empty({static_cast<int64_t>(blob.size())}, at::TensorOptions().dtype(at::kByte));
+  std::memcpy(t.data_ptr(), blob.data(), blob.size());
+  return t;
+}
+
 struct Checkpointer::Impl {
   std::shared_ptr<ProcessGroup> pg;
   detail::NamedGenerators tracked;
+  std::vector<TrackedState> states;
   int rank() const { return pg ? pg->rank() : 0; }
   int size() const { return pg ? pg->size() : 1; }
 };
@@ -179,6 +223,15 @@ Checkpointer& Checkpointer::track_generator(const std::string& name, at::Generat
   return *this;
 }
 
+Checkpointer& Checkpointer::track_rank_state(const std::string& name, std::function<RankState()> save,
+                                             std::function<void(const RankState&, bool)> load) {
+  if (name.empty() || !save || !load) throw ConfigError("track_rank_state: a name, a save and a load function are needed");
+  for (const auto& s : impl_->states)
+    if (s.name == name) throw ConfigError("state '" + name + "' is already tracked by the checkpointer");
+  impl_->states.push_back({name, std::move(save), std::move(load)});
+  return *this;
+}
+
 bool Checkpointer::due(const TrainingProgress& progress) const {
   return options_.every() > 0 && progress.global_step > 0 && progress.global_step % options_.every() == 0;
 }
@@ -190,6 +243,11 @@ std::string Checkpointer::save(torch::nn::Module& model, torch::optim::Optimizer
   std::string mine = detail::capture_rng_states(impl_->tracked, options_.cuda_rng());
   std::vector<std::string> rng = impl_->size() > 1 ? util::allgather_bytes(*impl_->pg, mine)
                                                    : std::vector<std::string>{mine};
+  std::vector<std::vector<std::string>> states;  // per tracked state, per rank
+  for (const auto& s : impl_->states) {
+    std::string bytes = rank_state_bytes(s.save());
+    states.push_back(impl_->size() > 1 ? util::allgather_bytes(*impl_->pg, bytes) : std::vector<std::string>{bytes});
+  }
   std::string written;
   std::string error;
   if (impl_->rank() == 0) {
@@ -218,12 +276,13 @@ std::string Checkpointer::save(torch::nn::Module& model, torch::optim::Optimizer
         archive.write("optimizer", opt_archive);
       }
       c10::List<at::Tensor> rng_list;
-      for (auto& blob : rng) {
-        at::Tensor t = at::empty({static_cast<int64_t>(blob.size())}, at::TensorOptions().dtype(at::kByte));
-        std::memcpy(t.data_ptr(), blob.data(), blob.size());
-        rng_list.push_back(t);
-      }
+      for (auto& blob : rng) rng_list.push_back(byte_tensor(blob));
       archive.write("rng", c10::IValue(rng_list));
+      for (size_t i = 0; i < states.size(); ++i) {
+        c10::List<at::Tensor> per_rank;
+        for (auto& blob : states[i]) per_rank.push_back(byte_tensor(blob));
+        archive.write("state." + impl_->states[i].name, c10::IValue(per_rank));
+      }
 
       std::string payload;
       archive.save_to([&](const void* data, size_t n) {
@@ -282,6 +341,21 @@ CheckpointInfo Checkpointer::load(const std::string& path, torch::nn::Module& mo
   } else {
     DDP_LOG(WARN) << "checkpoint " << path << " holds no RNG state for rank " << rank
                   << "; its generators keep their current state";
+  }
+  const bool same_world = ck->info.world_size == impl_->size();
+  for (const auto& s : impl_->states) {
+    c10::IValue entry;
+    if (!ck->archive.try_read("state." + s.name, entry)) {
+      DDP_LOG(WARN) << "checkpoint " << path << " holds no '" << s.name << "' state (saved without it); it starts fresh";
+      continue;
+    }
+    if (!entry.isTensorList() || entry.toTensorList().size() == 0)
+      throw DataError("checkpoint " + path + ": 'state." + s.name + "' is not a list of per-rank tensors");
+    auto per_rank = entry.toTensorList();
+    const int from = same_world && rank < static_cast<int>(per_rank.size()) ? rank : 0;
+    s.load(rank_state_from(per_rank.get(from), "checkpoint " + path + ": 'state." + s.name + "' of rank " +
+                                                   std::to_string(from)),
+           same_world);
   }
   DDP_LOG(INFO) << "resumed from " << path << ": " << ck->info.progress.describe();
   return ck->info;

@@ -9,22 +9,10 @@
 
 #include <unordered_set>
 
+#include "ddp/reducer/ddp_state.h"
 #include "ddp/reducer/model_sync.h"
-#include "ddp/reducer/reducer.h"
 
 namespace ddp {
-namespace detail {
-
-struct DdpState {
-  std::shared_ptr<torch::nn::Module> module;
-  std::shared_ptr<ProcessGroup> pg;
-  DistributedDataParallelOptions options;
-  std::vector<std::string> names;  ///< reduced parameters
-  std::unique_ptr<Reducer> reducer;
-  bool require_sync = true;
-};
-
-}  // namespace detail
 
 NoSyncGuard::NoSyncGuard(detail::DdpState* state) : state_(state), previous_(state->require_sync) {
   state_->require_sync = false;
@@ -80,11 +68,17 @@ bool DistributedDataParallelBase::pre_forward() {
   detail::DdpState& s = *state_;
   s.reducer->check_prior_iteration();
   const bool grad = at::GradMode::is_enabled();
+  // Inside join(), the collectives in PyTorch's order: the count of ranks still training, the
+  // rebuild, the buffers (from the highest rank still training), whether backward synchronizes.
+  const bool joining = s.join.active;
+  if (joining) detail::join_pre_forward(s);
   if (grad) s.reducer->rebuild_buckets_if_due();
   if (s.options.broadcast_buffers() && s.pg->size() > 1) {
     auto buffers = s.module->buffers(/*recurse=*/true);
-    if (!buffers.empty()) detail::broadcast_coalesced(*s.pg, buffers, /*root=*/0);
+    if (!buffers.empty())
+      detail::broadcast_coalesced(*s.pg, buffers, joining ? detail::highest_rank_where(*s.pg, true) : 0);
   }
+  if (joining) detail::join_announce_sync(s, s.require_sync);
   return grad && s.require_sync;
 }
 
@@ -108,6 +102,10 @@ const std::vector<std::string>& DistributedDataParallelBase::parameter_names() c
 }
 std::vector<std::vector<int64_t>> DistributedDataParallelBase::bucket_indices() const {
   return state_->reducer->bucket_indices();
+}
+
+void DistributedDataParallelBase::set_bucket_indices(const std::vector<std::vector<int64_t>>& buckets) {
+  state_->reducer->set_bucket_indices(buckets);
 }
 DistributedDataParallelStats DistributedDataParallelBase::stats() const {
   return state_->reducer->stats();

@@ -6,6 +6,7 @@
 //   reducer_launch.cpp  launching bucket reductions in order, the end-of-backward finalize that
 //                       waits for them and writes gradients back
 //   reducer_rebuild.cpp the one-time rebuild of buckets in gradient arrival order (rank 0 decides)
+//   reducer_join.cpp    join's side: the divisor, and a joined rank's zero reductions
 //   bucket*.cpp, autograd_compat.cpp, comm_hooks.cpp  the pieces these use
 
 #include <ddp/comm_hooks.h>
@@ -49,7 +50,17 @@ class Reducer {
   /// `outputs_complete`; otherwise unused parameters are found at the end of backward).
   void prepare_for_backward(const std::vector<at::Tensor>& outputs, bool outputs_complete);
 
+  /// Join: each rank's gradient is scaled by 1 / divisor before the sum (the world size unless
+  /// join's divide_by_initial_world_size is off). From the next backward on.
+  void set_gradient_divisor(int divisor);
+  /// Join: what a rank out of inputs does in place of a synchronized backward: every bucket's
+  /// reduction with zeros, through the comm hook when there is one, launched as backward would
+  /// launch them, then the unused-parameter allreduce (zeros), and waits for all.
+  void shadow_backward();
+
   std::vector<std::vector<int64_t>> bucket_indices() const;
+  /// Replaces the buckets before the first backward and keeps them (no rebuild).
+  void set_bucket_indices(const std::vector<std::vector<int64_t>>& buckets);
   DistributedDataParallelStats stats() const;
 
  private:

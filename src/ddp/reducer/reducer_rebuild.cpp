@@ -8,6 +8,7 @@
 #include <ATen/Functions.h>
 #include <c10/core/GradMode.h>
 
+#include <ddp/errors.h>
 
 #include "ddp/reducer/bucket_assignment.h"
 #include "ddp/reducer/reducer.h"
@@ -74,6 +75,38 @@ std::vector<std::vector<size_t>> Reducer::agree_on_rebuilt_assignment() {
     assignment[static_cast<size_t>(m[1 + n + pos])].push_back(static_cast<size_t>(m[1 + pos]));
   arrival_order_.clear();
   return assignment;
+}
+
+void Reducer::set_bucket_indices(const std::vector<std::vector<int64_t>>& buckets) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stats_.synced_iterations > 0 || backward_started_)
+    throw ConfigError("DistributedDataParallel::set_bucket_indices: call it before the first backward");
+  const size_t n = params_.size();
+  std::vector<int> group;
+  std::vector<int64_t> bytes;
+  bucket_groups(params_, group, bytes);
+  std::vector<char> seen(n, 0);
+  std::vector<std::vector<size_t>> assignment;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    const std::string which = "DistributedDataParallel::set_bucket_indices: bucket " + std::to_string(b);
+    if (buckets[b].empty()) throw ConfigError(which + " is empty");
+    assignment.emplace_back();
+    for (int64_t v : buckets[b]) {
+      if (v < 0 || static_cast<size_t>(v) >= n)
+        throw ConfigError(which + " names parameter " + std::to_string(v) + "; the model has " + std::to_string(n));
+      if (seen[static_cast<size_t>(v)]++)
+        throw ConfigError(which + " names parameter " + std::to_string(v) + ", which another bucket already holds");
+      if (group[static_cast<size_t>(v)] != group[static_cast<size_t>(buckets[b][0])])
+        throw ConfigError(which + " mixes devices or dtypes (parameters " + std::to_string(buckets[b][0]) + " and " +
+                          std::to_string(v) + ")");
+      assignment.back().push_back(static_cast<size_t>(v));
+    }
+  }
+  for (size_t v = 0; v < n; ++v)
+    if (!seen[v]) throw ConfigError("DistributedDataParallel::set_bucket_indices: no bucket holds parameter " + std::to_string(v));
+  build_buckets(assignment);
+  rebuilt_ = true;
+  stats_.buckets_rebuilt = true;
 }
 
 }  // namespace ddp::detail

@@ -11,11 +11,11 @@ import sys
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from models import Cnn  # noqa: E402
 from tensor_files import read_tensors, write_tensors  # noqa: E402
+from train_step import train_step  # noqa: E402
 
 STEPS = 5
 
@@ -31,12 +31,7 @@ def main(directory):
         model = torch.nn.parallel.DistributedDataParallel(net)
         opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
         for step in range(STEPS):
-            x, y = data["x%d" % step], data["y%d" % step]
-            per = x.shape[0] // world
-            x, y = x[rank * per:(rank + 1) * per], y[rank * per:(rank + 1) * per]
-            opt.zero_grad()
-            F.cross_entropy(model(x), y).backward()
-            opt.step()
+            train_step(model, opt, data, step, rank, world)
         write_tensors(directory, "%s_final_rank%d" % (name, rank), net.state_dict())
     dist.destroy_process_group()
 

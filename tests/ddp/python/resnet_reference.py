@@ -1,7 +1,7 @@
 """PyTorch's DistributedDataParallel on ResNet-18 with several buckets, for the C++ parity test.
 
 Run once per rank (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set) with the system python3-torch:
-    python3 resnet_reference.py DIR BUCKET_CAP_MB
+    python3 resnet_reference.py DIR BUCKET_CAP_MB [POWERSGD_RANK]
 Reads DIR/resnet_init and DIR/resnet_data (tests/ddp/tensor_files.h format), trains with
 torch.nn.parallel.DistributedDataParallel(bucket_cap_mb=BUCKET_CAP_MB) over Gloo (SGD lr 0.01
 momentum 0.9, one batch per step split evenly over the ranks, 1 intra-op thread) and writes
@@ -11,6 +11,10 @@ DIR/resnet_final_rank<RANK>. Rank 0 also writes, one bucket per line (parameter 
                            where our DDP starts (torch's own DDP starts with one bucket);
   DIR/buckets_rebuilt.txt  the same rule over the order gradients arrived in during the first
                            backward: what torch's DDP rebuilds its buckets to and uses from then on.
+With POWERSGD_RANK, DDP reduces through torch's powerSGD_hook (matrix_approximation_rank
+POWERSGD_RANK, start_powerSGD_iter 2, error feedback and warm start on, random_seed 0: steps 0-1 are
+plain allreduces, steps 2-3 compressed, step 3 from the warm-started Q and the fed-back error), and
+rank 0 writes DIR/powersgd_stats.txt: "iter numel_before numel_after" of its PowerSGDState.
 Only APIs present in torch 1.13 and 2.x are used.
 """
 import os
@@ -18,11 +22,11 @@ import sys
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resnet import ResNet18  # noqa: E402
 from tensor_files import read_tensors, write_tensors  # noqa: E402
+from train_step import train_step  # noqa: E402
 
 
 def assign(params, order, limits):
@@ -46,7 +50,23 @@ def ddp_rebuilt_buckets(model):
     return [[int(i) for i in b.split()] for b in str(text).split(",")]
 
 
-def main(directory, cap_mb):
+def serialized(hook):
+    """The hook, with each bucket's chain of collectives finished before the next bucket's starts.
+
+    torch's powerSGD_hook issues a bucket's second and third allreduce from future callbacks, on
+    whichever thread completes the previous one, while the autograd thread goes on issuing the next
+    buckets' first allreduces. Over Gloo the ranks then issue collectives in different orders and
+    pair mismatched messages: with several buckets, torch 1.13 crashed ("op.preamble.length <=
+    op.nbytes. 2048 vs 1024", gloo/transport/tcp/pair.cc) or hung. Waiting here changes the order
+    of the collectives, not a value: each allreduce sums the same tensors."""
+    def run(state, bucket):
+        fut = hook(state, bucket)
+        fut.wait()
+        return fut
+    return run
+
+
+def main(directory, cap_mb, powersgd_rank):
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -68,20 +88,25 @@ def main(directory, cap_mb):
     explicit_cap = not getattr(model, "bucket_bytes_cap_default", True)
     limits = [model.bucket_bytes_cap if explicit_cap else dist._DEFAULT_FIRST_BUCKET_BYTES,
               int(cap_mb * 1024 * 1024)]
+    state = None
+    if powersgd_rank:
+        from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
+        state = powersgd.PowerSGDState(process_group=None, matrix_approximation_rank=powersgd_rank,
+                                       start_powerSGD_iter=2, random_seed=0)
+        model.register_comm_hook(state, serialized(powersgd.powerSGD_hook))
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     steps = len(data) // 2
     for step in range(steps):
-        x, y = data["x%d" % step], data["y%d" % step]
-        per = x.shape[0] // world
-        x, y = x[rank * per:(rank + 1) * per], y[rank * per:(rank + 1) * per]
-        opt.zero_grad()
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
+        train_step(model, opt, data, step, rank, world)
         if step == 0:
             for h in handles:
                 h.remove()
     write_tensors(directory, "resnet_final_rank%d" % rank, net.state_dict())
 
+    if rank == 0 and state is not None:
+        _, before, after = state.compression_stats()
+        with open(os.path.join(directory, "powersgd_stats.txt"), "w") as f:
+            f.write("%d %d %d\n" % (state.iter, before, after))
     if rank == 0:
         if sorted(arrival) != list(range(len(params))):
             sys.exit("every parameter should have reported its gradient once, got %s" % arrival)
@@ -96,8 +121,13 @@ def main(directory, cap_mb):
         write_buckets(os.path.join(directory, "buckets_rebuilt.txt"), rebuilt)
         write_buckets(os.path.join(directory, "buckets_initial.txt"),
                       assign(params, list(reversed(range(len(params)))), limits))
+    # As in powersgd_reference.py: torch 2.6 may abort at exit while a PowerSGD future callback is
+    # still finishing on a Gloo thread, after every result is written.
+    dist.barrier()
     dist.destroy_process_group()
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], float(sys.argv[2]))
+    main(sys.argv[1], float(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 0)
