@@ -135,6 +135,9 @@ TEST(DistributedDataParallel, JoinOfThreeUnevenRanksMatchesOneProcess) {
 TEST(DistributedDataParallel, JoinThrowOnEarlyTerminationStopsEveryRankAtTheSameStep) {
   expect_all_succeeded(run_workers("join_throw_on_early_termination", 3, quick()));
 }
+TEST(DistributedDataParallel, PowerSGDResumesExactlyOnTheSavedBucketLayout) {
+  expect_all_succeeded(run_workers("powersgd_resume_needs_the_bucket_layout", 2, quick()));
+}
 TEST(DistributedDataParallel, PowerSGDBadOptionsAndBadStateAreNamedErrors) {
   expect_all_succeeded(run_workers("powersgd_state_errors", 1, quick()));
 }
