@@ -6,19 +6,16 @@
 
 #include <ATen/Functions.h>
 
-
 namespace ddp::trainer {
-namespace {
 
-// DDP's bucket layout as one int64 tensor: [buckets, size of each, the indices of each in turn].
-at::Tensor layout_tensor(const std::vector<std::vector<int64_t>>& buckets) {
+at::Tensor bucket_layout_tensor(const std::vector<std::vector<int64_t>>& buckets) {
   std::vector<int64_t> flat = {static_cast<int64_t>(buckets.size())};
   for (const auto& b : buckets) flat.push_back(static_cast<int64_t>(b.size()));
   for (const auto& b : buckets) flat.insert(flat.end(), b.begin(), b.end());
   return at::tensor(flat);
 }
 
-std::vector<std::vector<int64_t>> layout_from(const at::Tensor& t) {
+std::vector<std::vector<int64_t>> bucket_layout_from(const at::Tensor& t) {
   const auto bad = [] { return DataError("PowerSGD checkpoint state: 'ddp.buckets' is not a bucket layout"); };
   if (t.scalar_type() != at::kLong || t.dim() != 1 || t.numel() < 1) throw bad();
   const at::Tensor c = t.contiguous();
@@ -37,10 +34,9 @@ std::vector<std::vector<int64_t>> layout_from(const at::Tensor& t) {
   return out;
 }
 
-}  // namespace
-
 CommHookChoice::CommHookChoice(CommHookSetting setting, std::shared_ptr<ProcessGroup> pg, Checkpointer& checkpointer)
     : setting_(std::move(setting)), pg_(std::move(pg)) {
+  if (setting_.kind != "none" && pg_->rank() == 0) DDP_LOG(INFO) << "DDP comm hook: " << setting_.describe();
   if (setting_.kind != "powersgd") return;
   powersgd_ = std::make_shared<comm_hooks::PowerSGDState>(
       pg_, comm_hooks::PowerSGDOptions()
@@ -50,7 +46,7 @@ CommHookChoice::CommHookChoice(CommHookSetting setting, std::shared_ptr<ProcessG
       "powersgd",
       [this] {
         Checkpointer::RankState tensors = powersgd_->state_tensors();
-        if (model_) tensors.emplace_back("ddp.buckets", layout_tensor(model_->bucket_indices()));
+        if (model_) tensors.emplace_back("ddp.buckets", bucket_layout_tensor(model_->bucket_indices()));
         return tensors;
       },
       [this](const Checkpointer::RankState& tensors, bool same_world) {
@@ -59,10 +55,9 @@ CommHookChoice::CommHookChoice(CommHookSetting setting, std::shared_ptr<ProcessG
         if (!same_world) DDP_LOG(WARN) << "PowerSGD: the world size changed; the error feedback starts from zero";
         powersgd_->load_state_tensors(tensors, same_world);
         for (const auto& [name, t] : tensors)
-          if (name == "ddp.buckets") resumed_buckets_ = layout_from(t);
+          if (name == "ddp.buckets") resumed_buckets_ = bucket_layout_from(t);
         if (model_ && !resumed_buckets_.empty()) model_->set_bucket_indices(resumed_buckets_);
       });
-  if (pg_->rank() == 0) DDP_LOG(INFO) << "DDP comm hook: " << setting_.describe();
 }
 
 void CommHookChoice::install(DistributedDataParallelBase& model) {

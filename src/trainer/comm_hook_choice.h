@@ -26,6 +26,13 @@
 
 namespace ddp::trainer {
 
+/// DDP's bucket layout (bucket_indices()) as one int64 tensor for a checkpoint: [buckets, the size
+/// of each, the indices of each in turn].
+at::Tensor bucket_layout_tensor(const std::vector<std::vector<int64_t>>& buckets);
+/// Back from such a tensor; DataError when it is not one (wrong dtype or shape, sizes that do not
+/// add up). Whether it fits the model is set_bucket_indices()'s check.
+std::vector<std::vector<int64_t>> bucket_layout_from(const at::Tensor& t);
+
 class CommHookChoice {
  public:
   /// Makes the hook's state and, for PowerSGD, registers it with `checkpointer` (so call this

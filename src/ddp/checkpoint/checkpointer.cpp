@@ -164,15 +164,20 @@ struct TrackedState {
   std::function<void(const Checkpointer::RankState&, bool)> load;
 };
 
-std::string rank_state_bytes(const Checkpointer::RankState& tensors) {
-  torch::serialize::OutputArchive archive;
-  for (const auto& [name, t] : tensors) archive.write(name, t.detach().cpu());
+// An archive's serialized bytes (the checkpoint payload, a rank's tracked state).
+std::string archive_bytes(torch::serialize::OutputArchive& archive) {
   std::string bytes;
   archive.save_to([&](const void* data, size_t n) {
     bytes.append(static_cast<const char*>(data), n);
     return n;
   });
   return bytes;
+}
+
+std::string rank_state_bytes(const Checkpointer::RankState& tensors) {
+  torch::serialize::OutputArchive archive;
+  for (const auto& [name, t] : tensors) archive.write(name, t.detach().cpu());
+  return archive_bytes(archive);
 }
 
 Checkpointer::RankState rank_state_from(const at::Tensor& blob, const std::string& what) {
@@ -284,11 +289,7 @@ std::string Checkpointer::save(torch::nn::Module& model, torch::optim::Optimizer
         archive.write("state." + impl_->states[i].name, c10::IValue(per_rank));
       }
 
-      std::string payload;
-      archive.save_to([&](const void* data, size_t n) {
-        payload.append(static_cast<const char*>(data), n);
-        return n;
-      });
+      const std::string payload = archive_bytes(archive);
       const std::string name = checkpoint_file_name(progress.global_step);
       util::make_dirs(options_.dir());
       util::write_file_atomically(options_.dir() + "/" + name, {detail::make_checkpoint_header(payload), payload});

@@ -84,6 +84,9 @@ class Reducer {
   std::vector<std::vector<size_t>> agree_on_rebuilt_assignment();
 
   std::vector<std::vector<size_t>> initial_assignment() const;
+  /// overlap_communication(false) without a hook reduces every bucket in one allreduce, which
+  /// needs one device and dtype across them (reducer_launch.cpp).
+  static bool fusable(const std::vector<at::Tensor>& buffers);
   at::Device comm_device() const { return params_.front().device(); }
 
   std::vector<at::Tensor> params_;

@@ -21,9 +21,17 @@ void Reducer::shadow_backward() {
   for (const auto& b : buckets_) zeros.push_back(at::zeros_like(b.buffer));
   std::vector<WorkPtr> works;
   std::vector<CommFuture> futures;
-  if (comm_hook_) {
+  if (!comm_hook_ && !options_.overlap_communication() && !zeros.empty() && fusable(zeros)) {
+    // As launch_all_at_once(): every bucket in one allreduce.
+    works.push_back(pg_->allreduce(zeros, AllreduceOptions().op(ReduceOp::kSum)));
+  } else {
     for (size_t i = 0; i < buckets_.size(); ++i) {
       const Bucket& b = buckets_[i];
+      if (!comm_hook_) {
+        std::vector<at::Tensor> one = {zeros[i]};
+        works.push_back(pg_->allreduce(one, AllreduceOptions().op(ReduceOp::kSum)));
+        continue;
+      }
       std::vector<at::Tensor> views, params;
       for (const auto& v : b.views)
         views.push_back(zeros[i].as_strided(v.sizes(), v.strides(),
@@ -31,24 +39,6 @@ void Reducer::shadow_backward() {
       for (size_t v : b.variables) params.push_back(params_[v]);
       GradBucket view(i, i + 1 == buckets_.size(), zeros[i], views, std::move(params));
       futures.push_back(comm_hook_(view));
-    }
-  } else if (!options_.overlap_communication() && !zeros.empty()) {
-    // launch_all_at_once(): one allreduce of every bucket when they share a device and dtype.
-    bool uniform = true;
-    for (const auto& t : zeros)
-      uniform = uniform && t.scalar_type() == zeros[0].scalar_type() && t.device() == zeros[0].device();
-    if (uniform) {
-      works.push_back(pg_->allreduce(zeros, AllreduceOptions().op(ReduceOp::kSum)));
-    } else {
-      for (auto& t : zeros) {
-        std::vector<at::Tensor> one = {t};
-        works.push_back(pg_->allreduce(one, AllreduceOptions().op(ReduceOp::kSum)));
-      }
-    }
-  } else {
-    for (auto& t : zeros) {
-      std::vector<at::Tensor> one = {t};
-      works.push_back(pg_->allreduce(one, AllreduceOptions().op(ReduceOp::kSum)));
     }
   }
   if (options_.find_unused_parameters()) {

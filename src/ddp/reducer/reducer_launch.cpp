@@ -49,10 +49,7 @@ void Reducer::launch_all_at_once() {
   std::vector<at::Tensor> tensors;
   for (size_t i = next_to_launch_; i < buckets_.size(); ++i) tensors.push_back(buckets_[i].buffer);
   if (tensors.empty()) return;
-  bool uniform = true;
-  for (const auto& t : tensors)
-    uniform = uniform && t.scalar_type() == tensors[0].scalar_type() && t.device() == tensors[0].device();
-  if (!uniform) {
+  if (!fusable(tensors)) {
     for (size_t i = next_to_launch_; i < buckets_.size(); ++i) launch_bucket(i);
     next_to_launch_ = buckets_.size();
     return;
@@ -63,6 +60,12 @@ void Reducer::launch_all_at_once() {
     buckets_[i].launched = true;
   }
   next_to_launch_ = buckets_.size();
+}
+
+bool Reducer::fusable(const std::vector<at::Tensor>& buffers) {
+  for (const auto& t : buffers)
+    if (t.scalar_type() != buffers[0].scalar_type() || t.device() != buffers[0].device()) return false;
+  return true;
 }
 
 at::Tensor Reducer::wait_for_bucket(size_t index) {
