@@ -14,9 +14,11 @@
 #include <ddp/logging.h>
 #include <ddp/process_group.h>
 #include <ddp/process_group_gloo.h>
+#include <ddp/powersgd_hook.h>
 #include <ddp/process_group_nccl.h>
 #include <ddp/signals.h>
 #include <ddp/store.h>
 #include <ddp/sync_batch_norm.h>
 #include <ddp/version.h>
 #include <ddp/world_info.h>
+#include <ddp/zero_redundancy_optimizer.h>

@@ -5,7 +5,8 @@
 //   epoch, step_in_epoch, global_step, samples_in_epoch, world_size, saved_unix_time   (ints)
 //   metadata          Dict[str, str]
 //   model             Dict[str, Tensor]   parameters and buffers by their dotted name (CPU copies)
-//   optimizer         nested archive       torch::optim::Optimizer::save (absent without optimizer)
+//   optimizer         nested archive       torch::optim::Optimizer::save (absent without optimizer); a
+//                                          ZeroRedundancyOptimizer's consolidated state, the same format
 //   rng               List[Tensor]         per rank, uint8: rng_state.h's serialized generator states
 //   state.<name>      List[Tensor]         per rank, uint8: a LibTorch archive of the tensors of a
 //                                          track_rank_state() entry (absent when none is tracked)
@@ -13,6 +14,7 @@
 #include <ddp/errors.h>
 #include <ddp/logging.h>
 #include <ddp/process_group.h>
+#include <ddp/zero_redundancy_optimizer.h>
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/archive.h>
@@ -25,6 +27,7 @@
 #include "ddp/checkpoint/checkpoint_dir.h"
 #include "ddp/checkpoint/checkpoint_file.h"
 #include "ddp/checkpoint/rng_state.h"
+#include "util/archive_bytes.h"
 #include "util/collectives.h"
 #include "util/files.h"
 
@@ -164,20 +167,10 @@ struct TrackedState {
   std::function<void(const Checkpointer::RankState&, bool)> load;
 };
 
-// An archive's serialized bytes (the checkpoint payload, a rank's tracked state).
-std::string archive_bytes(torch::serialize::OutputArchive& archive) {
-  std::string bytes;
-  archive.save_to([&](const void* data, size_t n) {
-    bytes.append(static_cast<const char*>(data), n);
-    return n;
-  });
-  return bytes;
-}
-
 std::string rank_state_bytes(const Checkpointer::RankState& tensors) {
   torch::serialize::OutputArchive archive;
   for (const auto& [name, t] : tensors) archive.write(name, t.detach().cpu());
-  return archive_bytes(archive);
+  return util::archive_bytes(archive);
 }
 
 Checkpointer::RankState rank_state_from(const at::Tensor& blob, const std::string& what) {
@@ -253,6 +246,8 @@ std::string Checkpointer::save(torch::nn::Module& model, torch::optim::Optimizer
     std::string bytes = rank_state_bytes(s.save());
     states.push_back(impl_->size() > 1 ? util::allgather_bytes(*impl_->pg, bytes) : std::vector<std::string>{bytes});
   }
+  // A sharded optimizer's state is on every rank: gathered on rank 0, which writes it whole.
+  if (auto* zero = dynamic_cast<ZeroRedundancyOptimizer*>(optimizer)) zero->consolidate_state_dict(0);
   std::string written;
   std::string error;
   if (impl_->rank() == 0) {
@@ -289,7 +284,7 @@ std::string Checkpointer::save(torch::nn::Module& model, torch::optim::Optimizer
         archive.write("state." + impl_->states[i].name, c10::IValue(per_rank));
       }
 
-      const std::string payload = archive_bytes(archive);
+      const std::string payload = util::archive_bytes(archive);
       const std::string name = checkpoint_file_name(progress.global_step);
       util::make_dirs(options_.dir());
       util::write_file_atomically(options_.dir() + "/" + name, {detail::make_checkpoint_header(payload), payload});

@@ -31,3 +31,16 @@ class Cnn(nn.Module):
         x = F.max_pool2d(F.relu(x), 2)
         x = torch.flatten(x, 1)
         return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class Mlp(nn.Module):
+    """20 -> 32 -> 32 -> 10 with ReLUs (test_models.h's Mlp)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(20, 32)
+        self.fc2 = nn.Linear(32, 32)
+        self.fc3 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))

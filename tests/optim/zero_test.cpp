@@ -1,0 +1,62 @@
+// ZeroRedundancyOptimizer over real ranks (zero_workers.cpp says what each worker asserts).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "support/ci.h"
+#include "support/multiprocess.h"
+#include "support/subprocess.h"
+
+namespace {
+
+using ddp::testing::expect_all_succeeded;
+using ddp::testing::run_workers;
+
+ddp::testing::WorkerOptions in_dir(const std::string& dir) {
+  ddp::testing::WorkerOptions options;
+  options.timeout = std::chrono::seconds(90);
+  options.env["DDP_ZERO_DIR"] = dir;
+  return options;
+}
+
+TEST(ZeroRedundancyOptimizer, EqualsThePlainOptimizerBitForBitWithAShareOfItsState) {
+  expect_all_succeeded(run_workers("zero_matches_plain", 2));
+  expect_all_succeeded(run_workers("zero_matches_plain", 3));
+}
+
+TEST(ZeroRedundancyOptimizer, ResumesExactlyAndItsCheckpointMovesToAnotherWorldSize) {
+  const std::string dir = ddp::testing::make_temp_dir("ddp-zero-resume");
+  expect_all_succeeded(run_workers("zero_resume_save", 2, in_dir(dir)));
+  expect_all_succeeded(run_workers("zero_resume_load", 2, in_dir(dir)));
+  expect_all_succeeded(run_workers("zero_resume_other_world", 3, in_dir(dir)));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ZeroRedundancyOptimizer, MisuseIsANamedConfigError) {
+  expect_all_succeeded(run_workers("zero_errors", 2));
+}
+
+// Same initial weights, batches and schedule through torch.distributed.optim.ZeroRedundancyOptimizer
+// (Debian's python3-torch, DDP over Gloo, 2 ranks; SGD with momentum, and Adam in two groups): the
+// same owner for every parameter and the same final weights, bit for bit.
+TEST(ZeroRedundancyOptimizer, MatchesPyTorchsZeroRedundancyOptimizerBitForBit) {
+  const std::string dir = ddp::testing::make_temp_dir("ddp-zero-parity");
+  expect_all_succeeded(run_workers("zero_parity_prepare", 1, in_dir(dir)));
+  const std::string port = std::to_string(ddp::testing::free_port());
+  std::vector<std::unique_ptr<ddp::testing::Subprocess>> python;
+  for (int rank = 0; rank < 2; ++rank)
+    python.push_back(std::make_unique<ddp::testing::Subprocess>(
+        std::vector<std::string>{DDP_PYTHON, std::string(DDP_SOURCE_DIR) + "/tests/optim/python/zero_reference.py", dir},
+        std::map<std::string, std::string>{{"RANK", std::to_string(rank)},
+                                           {"WORLD_SIZE", "2"},
+                                           {"MASTER_ADDR", "127.0.0.1"},
+                                           {"MASTER_PORT", port},
+                                           {"OMP_NUM_THREADS", "1"}}));
+  for (auto& p : python) ASSERT_EQ(p->wait(std::chrono::seconds(90)), 0) << p->output();
+  expect_all_succeeded(run_workers("zero_parity_train", 2, in_dir(dir)));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
