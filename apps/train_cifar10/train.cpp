@@ -25,6 +25,7 @@
 #include "evaluate.h"
 #include "models/model_factory.h"
 #include "trainer/comm_hook_choice.h"
+#include "trainer/optimizer_choice.h"
 #include "trainer/interval_meter.h"
 #include "trainer/reporter.h"
 #include "trainer/session.h"
@@ -46,7 +47,11 @@ class Trainer {
         device_(session.device),
         data_(std::move(data)),
         model_(std::move(net), pg_),
-        optimizer_(model_.module()->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum)),
+        optimizer_(ddp::trainer::make_optimizer(o.runtime.zero(), model_.module()->parameters(), pg_,
+                                                [&o](std::vector<torch::optim::OptimizerParamGroup> groups) {
+                                                  return std::make_unique<torch::optim::SGD>(
+                                                      std::move(groups), torch::optim::SGDOptions(o.lr).momentum(o.momentum));
+                                                })),
         sampler_(data_.train.size(), pg_->size(), pg_->rank(), /*shuffle=*/true, o.seed),
         train_loader_(data_.train, ddp::data::cifar::CifarLoaderOptions()
                                        .batch_size(o.batch_size)
@@ -76,7 +81,7 @@ class Trainer {
   /// Resume, the epoch loop, the final save. The exit code.
   int run() {
     const auto run_start = Clock::now();
-    if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *model_.module(), &optimizer_))
+    if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *model_.module(), optimizer_.get()))
       progress_ = resumed->progress;
     reporter_.start(progress_.global_step);
     bool out_of_steps = false;
@@ -113,7 +118,7 @@ class Trainer {
         point.lr = o_.lr;  // constant: the seed's SGD has no schedule
         reporter_.train_interval(interval.take(point, pg_->size()));
       }
-      if (ddp::trainer::checkpoint_or_stop(stop_, checkpointer_, *model_.module(), &optimizer_, progress_))
+      if (ddp::trainer::checkpoint_or_stop(stop_, checkpointer_, *model_.module(), optimizer_.get(), progress_))
         return EpochEnd::kStopSignal;
       if (out_of_steps) return EpochEnd::kOutOfSteps;
     }
@@ -122,10 +127,10 @@ class Trainer {
 
   /// One optimizer step; the loss (not synchronised).
   at::Tensor step(const at::Tensor& images, const at::Tensor& labels) {
-    optimizer_.zero_grad();
+    optimizer_->zero_grad();
     at::Tensor loss = torch::nn::functional::cross_entropy(model_(images), labels);
     loss.backward();
-    optimizer_.step();
+    optimizer_->step();
     return loss;
   }
 
@@ -139,7 +144,7 @@ class Trainer {
                                     epoch_images / std::max(1e-9, epoch_train_seconds), seconds_since(epoch_start)));
     if (!out_of_steps) {
       progress_.next_epoch();
-      checkpointer_.save(*model_.module(), &optimizer_, progress_, {{"test_accuracy", std::to_string(last_.accuracy())}});
+      checkpointer_.save(*model_.module(), optimizer_.get(), progress_, {{"test_accuracy", std::to_string(last_.accuracy())}});
     }
   }
 
@@ -182,7 +187,7 @@ class Trainer {
   c10::Device device_;
   ddp::data::cifar::Cifar10Data data_;
   ddp::DistributedDataParallel<Model> model_;
-  torch::optim::SGD optimizer_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;  // SGD, sharded with --zero
   ddp::DistributedSampler sampler_;
   ddp::data::cifar::CifarLoader train_loader_;
   ddp::data::cifar::CifarLoader test_loader_;

@@ -17,6 +17,7 @@
 #include "data/ranzcr/split.h"
 #include "models/model_factory.h"
 #include "trainer/comm_hook_choice.h"
+#include "trainer/optimizer_choice.h"
 #include "trainer/interval_meter.h"
 #include "trainer/reporter.h"
 #include "trainer/step_end.h"
@@ -129,7 +130,12 @@ class Trainer {
         amp_(amp),
         data_(load_data(o, session)),
         net_(build_model(o, session)),
-        optimizer_(trainable_parameters(net_), torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay)),
+        optimizer_(ddp::trainer::make_optimizer(o.runtime.zero(), trainable_parameters(net_), session.pg,
+                                                [&o](std::vector<torch::optim::OptimizerParamGroup> groups) {
+                                                  return std::make_unique<torch::optim::Adam>(
+                                                      std::move(groups),
+                                                      torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
+                                                })),
         checkpointer_(o.checkpoint.options(), session.pg),
         comm_hook_(o.runtime.comm_hook(), session.pg, checkpointer_),
         metadata_{{"trainer", "train_ranzcr"}, {"arch", o.arch}, {"image_size", std::to_string(o.image_size)}} {}
@@ -137,7 +143,7 @@ class Trainer {
   /// Resume, the epoch loop, the final save. The exit code.
   int run() {
     // The Checkpointer logs which file it resumed from (or why it starts fresh).
-    if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *net_, &optimizer_)) progress_ = resumed->progress;
+    if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *net_, optimizer_.get())) progress_ = resumed->progress;
     reporter_.start(progress_.global_step);
     ddp::DistributedDataParallel<Model> model(net_, session_.pg);
     comm_hook_.install(model);
@@ -155,7 +161,7 @@ class Trainer {
       validate(&m);
       // Unlike a --max-steps stop mid-epoch, a finished epoch checkpoints the next one's start.
       if (!out_of_steps) progress_.next_epoch();
-      checkpointer_.save(*net_, &optimizer_, progress_, metadata_);
+      checkpointer_.save(*net_, optimizer_.get(), progress_, metadata_);
       m.global_step = progress_.global_step;
       report(m);
       last = m;
@@ -188,7 +194,7 @@ class Trainer {
     ddp::data::ranzcr::Batch batch;
     while (data_.train_loader->next(&batch)) {
       const double lr = schedule.at(progress_);
-      for (auto& group : optimizer_.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+      for (auto& group : optimizer_->param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
       const at::Tensor loss = step(model, batch, loss_sum);
       interval.add(loss, batch.images.size(0));
       images += batch.images.size(0);
@@ -200,7 +206,7 @@ class Trainer {
         point.lr = lr;
         reporter_.train_interval(interval.take(point, pg_.size()));  // one sync per point
       }
-      if (ddp::trainer::checkpoint_or_stop(stop_, checkpointer_, *net_, &optimizer_, progress_, metadata_))
+      if (ddp::trainer::checkpoint_or_stop(stop_, checkpointer_, *net_, optimizer_.get(), progress_, metadata_))
         return EpochEnd::kStopSignal;
       if (out_of_steps) {
         end = EpochEnd::kOutOfSteps;
@@ -227,7 +233,7 @@ class Trainer {
     at::Tensor valid = at::tensor(std::vector<float>(batch.valid.begin(), batch.valid.end()))
                            .unsqueeze(1)
                            .to(session_.device);
-    optimizer_.zero_grad();
+    optimizer_->zero_grad();
     at::Tensor logits;
     {
       AutocastScope autocast(amp_);
@@ -235,7 +241,7 @@ class Trainer {
     }
     at::Tensor loss = masked_bce(logits, y, valid, batch.num_valid);
     loss.backward();
-    optimizer_.step();
+    optimizer_->step();
     torch::NoGradGuard no_grad;
     loss_sum[0] += loss.detach().to(at::kDouble) * static_cast<double>(batch.num_valid);
     loss_sum[1] += static_cast<double>(batch.num_valid);
@@ -283,7 +289,7 @@ class Trainer {
   const bool amp_;
   TrainData data_;
   Model net_;
-  torch::optim::Adam optimizer_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;  // Adam, sharded with --zero
   ddp::Checkpointer checkpointer_;
   ddp::trainer::CommHookChoice comm_hook_;  // registers its state with checkpointer_ before resume
   const std::map<std::string, std::string> metadata_;

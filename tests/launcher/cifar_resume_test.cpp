@@ -124,6 +124,8 @@ class CifarResume : public ::testing::Test {
  protected:
   /// Flags every run of the test adds (the PowerSGD fixture's comm hook).
   virtual std::vector<std::string> extra_args() const { return {}; }
+  /// A line the resumed run must log, showing that extra_args() took effect ("": none).
+  virtual std::string expected_log() const { return ""; }
   std::vector<std::string> args(const std::string& model_dir, const std::string& ckpt_dir) const {
     auto a = cifar_args(data, model_dir, ckpt_dir);
     for (const auto& e : extra_args()) a.push_back(e);
@@ -162,6 +164,7 @@ class CifarResume : public ::testing::Test {
                                     }()));
     ASSERT_EQ(second.wait(180s), 0) << second.output();
     EXPECT_NE(second.output().find("resumed from " + dir + "/ck/ckpt-"), std::string::npos) << second.output();
+    EXPECT_NE(second.output().find(expected_log()), std::string::npos) << second.output();
     expect_resumed_and_trained_the_rest(second.output(), dir + "/resumed-metrics.jsonl");
     expect_same_model(baseline, dir + "/stopped/model.pt");
   }
@@ -177,6 +180,14 @@ class CifarResumePowerSGD : public CifarResume {
   std::vector<std::string> extra_args() const override {
     return {"--comm-hook", "powersgd:1", "--powersgd-start-iter", "2"};
   }
+};
+
+// The same runs with --zero: SGD's momentum is sharded across the ranks, consolidated into each
+// checkpoint and split again on resume; a shard's momentum lost on the way changes the weights.
+class CifarResumeZero : public CifarResume {
+ protected:
+  std::vector<std::string> extra_args() const override { return {"--zero"}; }
+  std::string expected_log() const override { return "--zero: optimizer state sharded over 2 ranks"; }
 };
 
 }  // namespace
@@ -207,6 +218,10 @@ TEST_F(CifarResume, SigtermCheckpointsExits143AndResumeAutoGivesTheUninterrupted
 }
 
 TEST_F(CifarResumePowerSGD, SigtermCheckpointsTheHooksStateAndResumeGivesTheUninterruptedWeights) {
+  expect_sigterm_then_resume_gives_the_baseline();
+}
+
+TEST_F(CifarResumeZero, SigtermCheckpointsTheShardedMomentumAndResumeGivesTheUninterruptedWeights) {
   expect_sigterm_then_resume_gives_the_baseline();
 }
 

@@ -201,12 +201,14 @@ TEST(TrainRanzcr, ResumesFromCheckpoint) {
 }
 
 // SIGTERM (a pod eviction) mid-epoch: every rank finishes its step, rank 0 checkpoints, all exit
-// 143 (retryable); the restarted job resumes in the middle of the epoch and finishes it.
-TEST(TrainRanzcr, SigtermCheckpointsAndTheRestartResumesMidEpoch) {
+// 143 (retryable); the restarted job resumes in the middle of the epoch and finishes it, with the
+// weights of an uninterrupted run without `extra` (the stopped and resumed runs add `extra`).
+static void expect_sigterm_and_resume_give_the_uninterrupted_weights(const std::vector<std::string>& extra) {
   const std::string out = ddp::testing::make_temp_dir("ranzcr-train-term");
   std::vector<std::string> args = {"--data-dir", data_dir(), "--image-size", "32", "--batch-size", "8",
                                    "--workers", "1", "--checkpoint-dir", out + "/ckpt", "--model-dir", out + "/model",
                                    "--metrics-file", out + "/metrics.jsonl", "--log-interval", "1", "--epochs", "1"};
+  args.insert(args.end(), extra.begin(), extra.end());
   auto procs = start_trainer(2, args);
   // Wait until training is under way (a few steps logged), then stop both ranks as Kubernetes would.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
@@ -223,6 +225,10 @@ TEST(TrainRanzcr, SigtermCheckpointsAndTheRestartResumesMidEpoch) {
 
   TrainerRun resumed = run_trainer(2, args);
   ASSERT_EQ(resumed.status, (std::vector<int>{0, 0})) << all_output(resumed);
+  for (const auto& flag : extra)  // the flag took effect (each rank logs its shard)
+    if (flag == "--zero")
+      EXPECT_NE(resumed.output[1].find("--zero: optimizer state sharded over 2 ranks"), std::string::npos)
+          << resumed.output[1];
   std::smatch m;
   const std::string& log = resumed.output[0];
   ASSERT_TRUE(std::regex_search(log, m, std::regex("resumed from .* epoch 0 step ([0-9]+)"))) << log;
@@ -250,6 +256,17 @@ TEST(TrainRanzcr, SigtermCheckpointsAndTheRestartResumesMidEpoch) {
   ASSERT_EQ(ours.size(), theirs.size());
   for (auto& [name, t] : ours) EXPECT_TRUE(at::equal(t, theirs.at(name))) << name;
   fs::remove_all(out);
+}
+
+TEST(TrainRanzcr, SigtermCheckpointsAndTheRestartResumesMidEpoch) {
+  expect_sigterm_and_resume_give_the_uninterrupted_weights({});
+}
+
+// The same with --zero: the sharded Adam state is consolidated into the checkpoint and split again
+// on resume, and the result is the plain uninterrupted run's, bit for bit (dropping the shards'
+// state, or ZeRO updating differently from Adam, would change the weights).
+TEST(TrainRanzcr, ZeroShardedAdamResumesMidEpochToThePlainRunsWeights) {
+  expect_sigterm_and_resume_give_the_uninterrupted_weights({"--zero"});
 }
 
 // --pretrained with a file converted from torchvision the documented way, --freeze-backbone: the
