@@ -36,6 +36,10 @@
 #include <memory>
 #include <vector>
 
+namespace c10 {
+struct IValue;
+}  // namespace c10
+
 namespace ddp {
 
 class ProcessGroup;
@@ -75,6 +79,9 @@ class DDP_API ZeroRedundancyOptimizer : public torch::optim::Optimizer {
   /// parameters in PyTorch's shard order (largest first).
   torch::optim::Optimizer& local_optimizer();
   const torch::optim::Optimizer& local_optimizer() const;
+  /// The whole model's optimizer holding the consolidated state: ConfigError as save() gives when
+  /// this rank holds none.
+  const torch::optim::Optimizer& consolidated_optimizer() const;
 
  private:
   ZeroRedundancyOptimizer(std::unique_ptr<torch::optim::Optimizer> whole, OptimizerFactory make_optimizer,
@@ -86,5 +93,14 @@ class DDP_API ZeroRedundancyOptimizer : public torch::optim::Optimizer {
 /// Bytes of the tensors an optimizer keeps as state (SGD, Adam, AdamW, Adagrad, RMSprop; for a
 /// ZeroRedundancyOptimizer, this rank's shard). ConfigError naming any other state type.
 DDP_API int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer);
+
+/// The optimizer's state as PyTorch's `Optimizer.state_dict()` lays it out, for Python:
+/// {"state": {index: {name: tensor}}, "param_groups": [{option: value, ..., "params": [index]}]},
+/// indices counting the parameters group by group. `torch::pickle_save(torch_state_dict(opt))`
+/// writes a file that `torch.load` reads and torch's optimizer, or its ZeroRedundancyOptimizer over
+/// the same groups, loads with `load_state_dict`. For SGD and Adam / AdamW (PyTorch's names: Adam's
+/// "step" a float tensor, "betas" a tuple, "maximize" false); a ZeroRedundancyOptimizer gives its
+/// consolidated state (after consolidate_state_dict to this rank). ConfigError for other optimizers.
+DDP_API c10::IValue torch_state_dict(const torch::optim::Optimizer& optimizer);
 
 }  // namespace ddp

@@ -38,24 +38,41 @@ TEST(ZeroRedundancyOptimizer, MisuseIsANamedConfigError) {
   expect_all_succeeded(run_workers("zero_errors", 2));
 }
 
-// Same initial weights, batches and schedule through torch.distributed.optim.ZeroRedundancyOptimizer
-// (Debian's python3-torch, DDP over Gloo, 2 ranks; SGD with momentum, and Adam in two groups): the
-// same owner for every parameter and the same final weights, bit for bit.
-TEST(ZeroRedundancyOptimizer, MatchesPyTorchsZeroRedundancyOptimizerBitForBit) {
-  const std::string dir = ddp::testing::make_temp_dir("ddp-zero-parity");
-  expect_all_succeeded(run_workers("zero_parity_prepare", 1, in_dir(dir)));
+// Runs a tests/optim/python script as 2 ranks of a torch.distributed Gloo group (Debian's python3-torch).
+void run_python_ranks(const std::string& script, const std::string& dir) {
   const std::string port = std::to_string(ddp::testing::free_port());
   std::vector<std::unique_ptr<ddp::testing::Subprocess>> python;
   for (int rank = 0; rank < 2; ++rank)
     python.push_back(std::make_unique<ddp::testing::Subprocess>(
-        std::vector<std::string>{DDP_PYTHON, std::string(DDP_SOURCE_DIR) + "/tests/optim/python/zero_reference.py", dir},
+        std::vector<std::string>{DDP_PYTHON, std::string(DDP_SOURCE_DIR) + "/tests/optim/python/" + script, dir},
         std::map<std::string, std::string>{{"RANK", std::to_string(rank)},
                                            {"WORLD_SIZE", "2"},
                                            {"MASTER_ADDR", "127.0.0.1"},
                                            {"MASTER_PORT", port},
                                            {"OMP_NUM_THREADS", "1"}}));
   for (auto& p : python) ASSERT_EQ(p->wait(std::chrono::seconds(90)), 0) << p->output();
+}
+
+// Same initial weights, batches and schedule through torch.distributed.optim.ZeroRedundancyOptimizer
+// (Debian's python3-torch, DDP over Gloo, 2 ranks; SGD with momentum, and Adam in two groups): the
+// same owner for every parameter and the same final weights, bit for bit.
+TEST(ZeroRedundancyOptimizer, MatchesPyTorchsZeroRedundancyOptimizerBitForBit) {
+  const std::string dir = ddp::testing::make_temp_dir("ddp-zero-parity");
+  expect_all_succeeded(run_workers("zero_parity_prepare", 1, in_dir(dir)));
+  run_python_ranks("zero_reference.py", dir);
   expect_all_succeeded(run_workers("zero_parity_train", 2, in_dir(dir)));
+  std::filesystem::remove_all(dir);
+}
+
+// ddp::torch_state_dict of a consolidated ZeRO Adam (two groups, after 3 steps), saved with
+// torch::pickle_save: torch.load reads it, it equals a plain Adam's export, and torch's own
+// ZeroRedundancyOptimizer and Adam, loading it, train on to the C++ run's weights bit for bit
+// (python/zero_load_reference.py asserts).
+TEST(ZeroRedundancyOptimizer, ItsStateLoadsIntoPyTorchsZeroRedundancyOptimizerAndAdam) {
+  const std::string dir = ddp::testing::make_temp_dir("ddp-zero-export");
+  expect_all_succeeded(run_workers("zero_parity_prepare", 1, in_dir(dir)));
+  expect_all_succeeded(run_workers("zero_export_torch_state", 2, in_dir(dir)));
+  run_python_ranks("zero_load_reference.py", dir);
   std::filesystem::remove_all(dir);
 }
 

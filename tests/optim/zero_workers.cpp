@@ -24,6 +24,7 @@
 #include <torch/torch.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -343,6 +344,45 @@ DDP_TEST_WORKER(zero_parity_train) {
         return 1;
       }
   }
+  return 0;
+}
+
+}  // namespace
+
+namespace {
+
+// The C++ half of the Python-format export: 3 steps of ZeRO Adam (and of plain Adam beside it) from
+// the parity test's weights and batches, both states written with torch::pickle_save, then 3 more
+// steps of ZeRO; python/zero_load_reference.py loads the file into torch and must end at our weights.
+DDP_TEST_WORKER(zero_export_torch_state) {
+  torch::set_num_threads(1);
+  auto pg = ddp::init_process_group();
+  const int rank = pg->rank();
+  Mlp a, b;
+  {
+    torch::NoGradGuard no_grad;
+    const NamedTensors init = ddp::testing::read_tensors(test_dir(), "init");
+    for (Mlp* net : {&a, &b})
+      for (auto& item : (*net)->named_parameters()) item.value().copy_(ddp::testing::find_tensor(init, item.key()));
+  }
+  ddp::DistributedDataParallel da(a, pg), db(b, pg);
+  ddp::ZeroRedundancyOptimizer zero(two_groups(a), adam_factory(), pg);
+  std::unique_ptr<torch::optim::Optimizer> plain = adam_factory()(two_groups(b));
+  for (int64_t step = 0; step < 3; ++step) {
+    train_step(da, zero, step, rank);
+    train_step(db, *plain, step, rank);
+  }
+  zero.consolidate_state_dict(0);
+  if (rank == 0) {
+    for (const auto& [stem, opt] : {std::pair<std::string, torch::optim::Optimizer*>{"zero_state.pt", &zero},
+                                    {"plain_state.pt", plain.get()}}) {
+      const std::vector<char> bytes = torch::pickle_save(ddp::torch_state_dict(*opt));
+      std::ofstream(test_dir() + "/" + stem, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    ddp::testing::write_tensors(test_dir(), "step3", named(a));
+  }
+  for (int64_t step = 3; step < 6; ++step) train_step(da, zero, step, rank);
+  if (rank == 0) ddp::testing::write_tensors(test_dir(), "cpp_final", named(a));
   return 0;
 }
 

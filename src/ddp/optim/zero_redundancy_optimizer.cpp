@@ -10,14 +10,13 @@
 //   per-rank temporaries, while consolidating, that read another rank's shard bytes onto this
 //           rank's tensors (LibTorch's load() maps saved state to parameters by position, and
 //           every rank knows every rank's shard in order).
-// LibTorch keys state by the parameter's TensorImpl address, the same in all three, so moving
-// state between them is moving map entries.
+// LibTorch keys state by the parameter's TensorImpl address (optimizer_state_key.h), the same in
+// all three, so moving state between them is moving map entries.
 #include <ddp/errors.h>
 #include <ddp/process_group.h>
 #include <ddp/zero_redundancy_optimizer.h>
 
 #include <ATen/ATen.h>
-#include <c10/util/StringUtil.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 #include <torch/types.h>
@@ -25,6 +24,7 @@
 #include <sstream>
 #include <utility>
 
+#include "ddp/optim/optimizer_state_key.h"
 #include "ddp/optim/zero_partition.h"
 #include "util/archive_bytes.h"
 #include "util/collectives.h"
@@ -46,8 +46,6 @@ std::unique_ptr<Optimizer> build(const ZeroRedundancyOptimizer::OptimizerFactory
                       "it must build the optimizer to shard (e.g. torch::optim::Adam)");
   return opt;
 }
-
-std::string state_key(const at::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
 
 std::string describe(const at::Tensor& p) {
   std::ostringstream s;
@@ -209,12 +207,16 @@ void ZeroRedundancyOptimizer::consolidate_state_dict(int to) {
   im.consolidated = true;
 }
 
-void ZeroRedundancyOptimizer::save(torch::serialize::OutputArchive& archive) const {
+const Optimizer& ZeroRedundancyOptimizer::consolidated_optimizer() const {
   if (!impl_->consolidated)
-    throw ConfigError("ZeroRedundancyOptimizer::save on rank " + std::to_string(impl_->rank()) +
+    throw ConfigError("ZeroRedundancyOptimizer on rank " + std::to_string(impl_->rank()) +
                       ": the state is not consolidated here; call consolidate_state_dict(" +
                       std::to_string(impl_->rank()) + ") on every rank after the last step() first");
-  impl_->whole->save(archive);
+  return *impl_->whole;
+}
+
+void ZeroRedundancyOptimizer::save(torch::serialize::OutputArchive& archive) const {
+  consolidated_optimizer().save(archive);
 }
 
 void ZeroRedundancyOptimizer::load(torch::serialize::InputArchive& archive) {
@@ -224,7 +226,7 @@ void ZeroRedundancyOptimizer::load(torch::serialize::InputArchive& archive) {
   im.whole->load(archive);
   im.local->state().clear();
   for (const auto& p : im.owned_by[static_cast<size_t>(im.rank())]) {
-    auto found = im.whole->state().find(state_key(p));
+    auto found = im.whole->state().find(detail::optimizer_state_key(p));
     if (found != im.whole->state().end()) im.local->state()[found->first] = std::move(found->second);
   }
   im.whole->state().clear();
