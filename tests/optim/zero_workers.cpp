@@ -337,12 +337,18 @@ DDP_TEST_WORKER(zero_parity_train) {
       if (step == 3) zero.param_groups()[0].options().set_lr(zero.param_groups()[0].options().get_lr() / 2);
       train_step(model, zero, step, rank);
     }
-    for (const auto& item : net->named_parameters())
-      if (!torch::equal(item.value(), ddp::testing::find_tensor(torch_side, item.key()))) {
+    // Bit for bit where torch's Python optimizer rounds as LibTorch's does (SGD; Adam on torch 1.x),
+    // else within 1e-6 (torch 2.x's Adam moves exp_avg with lerp_; python/zero_reference.py).
+    const bool exact = ddp::testing::find_tensor(torch_side, "exact").item<int64_t>() == 1;
+    for (const auto& item : net->named_parameters()) {
+      const at::Tensor theirs = ddp::testing::find_tensor(torch_side, item.key());
+      const double diff = (item.value() - theirs).abs().max().item<double>();
+      if (exact ? !torch::equal(item.value(), theirs) : diff > 1e-6) {
         std::cerr << kind << ": " << item.key() << " differs from torch's ZeroRedundancyOptimizer run (max |diff| "
-                  << (item.value() - ddp::testing::find_tensor(torch_side, item.key())).abs().max().item<float>() << ")\n";
+                  << diff << (exact ? ", bit for bit expected" : ", 1e-6 allowed") << ")\n";
         return 1;
       }
+    }
   }
   return 0;
 }

@@ -1,5 +1,7 @@
 // torch_state_dict: a LibTorch optimizer's state in the layout of PyTorch's Optimizer.state_dict(),
-// so Python can load what a C++ run saved (docs/DDP.md, ZeroRedundancyOptimizer). The names are
+// so Python can load what a C++ run saved (docs/DDP.md, ZeroRedundancyOptimizer). torch::pickle_save
+// tags every dict with torch.jit._pickle.restore_type_tag; torch 2.6's torch.load (weights_only by
+// default) needs that one function allowed (torch.serialization.safe_globals). The names are
 // torch's (torch/optim/sgd.py, adam.py, adamw.py in 1.13 and 2.6); options LibTorch lacks get the
 // value that behaves as LibTorch does ("maximize": False). Keys a torch version adds and LibTorch
 // does not know (foreach, capturable, differentiable, fused) are left out: torch's load_state_dict
@@ -91,7 +93,9 @@ c10::IValue torch_state_dict(const torch::optim::Optimizer& optimizer) {
   int64_t index = 0;
   for (const auto& group : opt.param_groups()) {
     Group g = group_options(group.options());
-    c10::List<int64_t> params;
+    // A List[Any], not a List[int]: LibTorch pickles an int list through torch.jit._pickle's
+    // build_intlist, which torch 2.6's weights_only load refuses.
+    c10::impl::GenericList params(c10::AnyType::get());
     for (const auto& p : group.params()) {
       auto found = opt.state().find(detail::optimizer_state_key(p));
       if (found != opt.state().end()) {
