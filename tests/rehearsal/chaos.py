@@ -1,8 +1,9 @@
 """The chaos scenario: seeded rounds of faults injected into the rehearsed CIFAR-10 jobs.
 
 Each round plays one job to its end — `overlays/cpu` (PyTorchJob, Master 1 + Worker 2, the trainer is
-the container) or `overlays/cpu-ddprun` (3 pods x ddprun 2 processes) — and injects one or two faults
-at random times:
+the container), the same with `--zero` (the optimizer state sharded across the ranks, so every
+checkpoint is consolidated from three shards and every restart splits it again), or
+`overlays/cpu-ddprun` (3 pods x ddprun 2 processes) — and injects one or two faults at random times:
 
   kill-worker   SIGKILL one train_cifar10 process (PyTorchJob: a worker pod's trainer; ddprun: one of
                 the two workers of a random pod, its ddprun survives)
@@ -51,8 +52,11 @@ import operators
 VARIANTS = {
     # name: (overlay, job name, processes, kinds)
     "pytorchjob": ("k8s/overlays/cpu", "cifar10", "train_cifar10", ["kill-worker", "kill-master", "net-cut"]),
+    "pytorchjob-zero": ("k8s/overlays/cpu", "cifar10-zero", "train_cifar10", ["kill-worker"]),
     "ddprun": ("k8s/overlays/cpu-ddprun", "cifar10-ddprun", "ddprun", ["kill-worker", "kill-ddprun", "kill-master", "net-cut"]),
 }
+# Trainer flags a variant adds to its overlay's.
+EXTRA_FLAGS = {"pytorchjob-zero": ["--zero"]}
 COMBOS = [(v, k) for v in VARIANTS for k in VARIANTS[v][3]]
 EPOCHS, CHECKPOINT_EVERY = 2, 10
 STALL_MARGIN_S = 30.0
@@ -87,6 +91,11 @@ def set_flag(argv, flag, value, before=None):
     return argv
 
 
+def under_ddprun(variant):
+    """True when the variant's pods run ddprun (which starts the trainers), not the trainer itself."""
+    return VARIANTS[variant][2] == "ddprun"
+
+
 INSTANCE_LABEL = "app.kubernetes.io/instance"   # what the manifests' JOB_NAME reads
 
 
@@ -106,9 +115,9 @@ def prepare_job(objs, variant, job_name, timeout):
         for flag, value in (("--epochs", str(EPOCHS)), ("--checkpoint-every", str(CHECKPOINT_EVERY)),
                             ("--log-interval", "1"), ("--timeout", f"{timeout:g}")):
             args = set_flag(args, flag, value)
-        if variant == "ddprun":
+        if under_ddprun(variant):
             args = set_flag(args, "--join-timeout", f"{timeout:g}", before="train_cifar10")
-        c["args"] = args
+        c["args"] = args + EXTRA_FLAGS.get(variant, [])
         env = [e for e in c.get("env", []) if e["name"] != "OMP_NUM_THREADS"]
         c["env"] = env + [{"name": "OMP_NUM_THREADS", "value": "1"}]
     return job
@@ -211,7 +220,7 @@ def plan_faults(rng, variant, kind, job_name, replicas, ref_seconds, timeout):
     def one(kind, at):
         if kind == "kill-master":
             return Fault(kind, at, pods[0])
-        if kind == "kill-worker" and variant == "pytorchjob":
+        if kind == "kill-worker" and not under_ddprun(variant):
             return Fault(kind, at, rng.choice(pods[1:]))   # the master's trainer is kill-master's
         if kind == "kill-worker":
             return Fault(kind, at, rng.choice(pods), local=rng.randrange(2))
@@ -337,6 +346,8 @@ def reference(sc, variant, timeout):
     steps = [r["step"] for r in recs if r.get("type") == "train"]
     if steps != list(range(1, len(steps) + 1)):
         raise RuntimeError(f"the undisturbed {variant} run's train records are not steps 1..N: {steps[:5]}...")
+    if "--zero" in EXTRA_FLAGS.get(variant, []) and "--zero: optimizer state sharded over 3 ranks" not in sc.log_text(f"{name}-master-0"):
+        raise RuntimeError(f"the {variant} reference's rank 0 does not log its ZeRO shard: --zero did not take effect")
     print(f"  reference {variant}: {len(steps)} steps in {took:.1f} s (longest quiet {dog.longest:.1f} s), "
           f"model {model_dir}")
     return {"model": model_dir, "records": recs, "seconds": took, "replicas": sum(
@@ -448,6 +459,10 @@ def scenario_chaos(sc, state, settings, expect, same_weights, play_data_job):
     play_data_job(sc, VARIANTS["pytorchjob"][0])
     variants = sorted({v for v, _ in settings.combos})
     refs = {v: reference(sc, v, settings.timeout) for v in variants}
+    if "pytorchjob" in refs and "pytorchjob-zero" in refs:
+        # ZeRO's updates are the plain optimizer's: the two undisturbed runs end with the same weights.
+        same, how = same_weights(refs["pytorchjob"]["model"], refs["pytorchjob-zero"]["model"])
+        expect(same, f"the --zero reference run trains to the plain reference's weights ({how})")
     results = []
     for i in range(settings.rounds):
         results.append(play_round(sc, settings, refs, settings.seed + i, same_weights))

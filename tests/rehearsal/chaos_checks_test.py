@@ -119,12 +119,13 @@ class Overrides(unittest.TestCase):
             for rs in job["spec"]["pytorchReplicaSpecs"].values():
                 c = rs["template"]["spec"]["containers"][0]
                 args = c["args"]
-                program = args.index("train_cifar10") if variant == "ddprun" else -1
+                program = args.index("train_cifar10") if chaos.under_ddprun(variant) else -1
                 self.assertEqual(args[args.index("--timeout") + 1], "7.5")
                 self.assertGreater(args.index("--timeout"), program)
                 self.assertEqual(args[args.index("--log-interval") + 1], "1")
                 self.assertEqual(args[args.index("--checkpoint-every") + 1], str(chaos.CHECKPOINT_EVERY))
-                if variant == "ddprun":
+                self.assertEqual("--zero" in args, variant == "pytorchjob-zero")
+                if chaos.under_ddprun(variant):
                     self.assertLess(args.index("--join-timeout"), program)   # ddprun's option, before the program
                 self.assertIn({"name": "OMP_NUM_THREADS", "value": "1"}, c["env"])
 

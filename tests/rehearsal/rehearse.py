@@ -60,7 +60,7 @@ the environment the controller injects (operators.py). Scenarios:
                permanent error, never a hang (chaos.py says how each is checked).
                --chaos-rounds N (7) --chaos-seed S (1: rounds use seeds S..S+N-1)
                --chaos-timeout T (20: the trainers' --timeout, ddprun's --join-timeout)
-               --chaos-kinds kill-worker,kill-ddprun,kill-master,net-cut --chaos-variants pytorchjob,ddprun
+               --chaos-kinds kill-worker,kill-ddprun,kill-master,net-cut --chaos-variants pytorchjob,pytorchjob-zero,ddprun
 
 The manifests are played as written except these overrides, so a run takes seconds: --epochs 2
 (1 for ddprun), --checkpoint-every 20. The data-prep Jobs write synthetic data only when asked by name:
@@ -805,7 +805,7 @@ def main():
     ap.add_argument("--chaos-timeout", type=float, default=20.0,
                     help="chaos: the trainers' --timeout and ddprun's --join-timeout, seconds")
     ap.add_argument("--chaos-kinds", default="", help="chaos: only these faults (comma-separated)")
-    ap.add_argument("--chaos-variants", default="", help="chaos: only these jobs (pytorchjob, ddprun)")
+    ap.add_argument("--chaos-variants", default="", help="chaos: only these jobs (pytorchjob, pytorchjob-zero, ddprun)")
     ap.add_argument("--kfp-version", choices=kfp_backend.VERSIONS,
                     help="pipeline: plan with this KFP backend's rules only (default: every version, same result)")
     ap.add_argument("--standin-bin-dir", help=argparse.SUPPRESS)  # harness development only, never in ctest
