@@ -45,7 +45,7 @@ class Trainer {
         pg_(session.pg),
         device_(session.device),
         data_(std::move(data)),
-        model_(std::move(net), pg_),
+        model_(std::move(net), pg_, ddp::DistributedDataParallelOptions().static_graph(o.runtime.static_graph())),
         optimizer_(model_.module()->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum)),
         sampler_(data_.train.size(), pg_->size(), pg_->rank(), /*shuffle=*/true, o.seed),
         train_loader_(data_.train, ddp::data::cifar::CifarLoaderOptions()

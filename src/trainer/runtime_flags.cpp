@@ -39,6 +39,8 @@ void add_runtime_flags(cxxopts::Options& cli, const std::string& data_dir_holds)
       ("powersgd-start-iter", "--comm-hook powersgd: plain allreduce for the first N steps (PyTorch's "
                               "start_powerSGD_iter; at least 2)",
        cxxopts::value<std::string>()->default_value("1000"), "N")
+      ("static-graph", "DDP learns the model's autograd graph in the first step and relies on it staying the "
+                       "same (PyTorch's static_graph=True); a graph that changes stops every rank with an error")
       ("metrics-file", "rank 0 appends JSON lines (train intervals, evaluations, a summary) here",
        cxxopts::value<std::string>()->default_value(""), "FILE")
       ("katib-metrics-file", "rank 0 appends each evaluation's metrics here as the JSON lines Katib's File "
@@ -82,6 +84,7 @@ RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args, const std::m
   o.max_steps(util::parse_int("--max-steps", args["max-steps"].as<std::string>(), 0, INT64_C(1) << 40));
   o.timeout_seconds(util::parse_real("--timeout", args["timeout"].as<std::string>(), 0, 7 * 24 * 3600.0));
   o.comm_hook(parse_comm_hook(args["comm-hook"].as<std::string>(), args["powersgd-start-iter"].as<std::string>()));
+  o.static_graph(args.count("static-graph") > 0);
   return o;
 }
 
