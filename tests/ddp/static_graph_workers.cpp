@@ -11,7 +11,8 @@
 //   gradients computed without DDP, and the accumulators fire 2 (shared), 0 (unused), 1 (others).
 // static_graph_matches_dynamic: on Mode::kInGraph, which DDP without static_graph can reduce,
 //   static_graph (find_unused_parameters off) gives what find_unused_parameters gives, bit for
-//   bit, also with no_sync() and with join() on uneven inputs; and kRecompute with static_graph
+//   bit, also with no_sync() and with join() on uneven inputs (also a rank that joins at once
+//   and learns the graph 5 steps after the other); and kRecompute with static_graph
 //   gives the same as kInGraph with find_unused_parameters, also with the head recomputed (the
 //   first accumulation then happens inside a nested backward).
 // static_graph_graph_changes: a graph that changes after the first iteration (a count goes 2 -> 1,
@@ -307,8 +308,10 @@ struct Run {
   DistributedDataParallelOptions options;
   Mode mode = Mode::kInGraph;
   bool no_sync_first = false;  // each step: one micro-batch under no_sync(), then the other
-  bool join = false;           // rank 1 has 2 steps fewer, inside join()
+  bool join = false;           // inside join(), rank 1 on rank1_steps of them
   bool recompute_head = false;
+  int rank1_steps = kSteps - 2;
+  int steps_after_join = 0;    // then this many on every rank, outside join()
 };
 
 NamedTensors train(const std::shared_ptr<ddp::ProcessGroup>& pg, const NamedTensors& init, const NamedTensors& data,
@@ -317,9 +320,9 @@ NamedTensors train(const std::shared_ptr<ddp::ProcessGroup>& pg, const NamedTens
   net->recompute_head = run.recompute_head;
   DistributedDataParallel model(net, pg, run.options);
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-  const int steps = run.join && pg->rank() == 1 ? kSteps - 2 : kSteps;
-  auto loop = [&] {
-    for (int s = 0; s < steps; ++s) {
+  const int steps = run.join && pg->rank() == 1 ? run.rank1_steps : kSteps;
+  auto loop = [&](int first, int last) {
+    for (int s = first; s < last; ++s) {
       opt.zero_grad();
       if (run.no_sync_first) {
         auto [x, y] = rows(data, s, pg->rank(), pg->size());
@@ -336,10 +339,12 @@ NamedTensors train(const std::shared_ptr<ddp::ProcessGroup>& pg, const NamedTens
       opt.step();
     }
   };
-  if (run.join)
-    model.join(loop);
-  else
-    loop();
+  if (run.join) {
+    model.join([&] { loop(0, steps); });
+    loop(kSteps - run.steps_after_join, kSteps);
+  } else {
+    loop(0, steps);
+  }
   return state_of(*net);
 }
 
@@ -367,6 +372,10 @@ DDP_TEST_WORKER(static_graph_matches_dynamic) {
       {"plain", {fixed}, {dynamic}},
       {"no_sync", {fixed, Mode::kInGraph, true}, {dynamic, Mode::kInGraph, true}},
       {"join, uneven", {fixed, Mode::kInGraph, false, true}, {dynamic, Mode::kInGraph, false, true}},
+      // Rank 1 joins at once and shadows 5 steps; its first own backward, 5 steps after rank 0's,
+      // is the one that learns (with the same collectives as rank 0's later ones).
+      {"join, rank 1 learns late", {fixed, Mode::kInGraph, false, true, false, 0, 2},
+       {dynamic, Mode::kInGraph, false, true, false, 0, 2}},
       {"small buckets + gradient_as_bucket_view",
        {DistributedDataParallelOptions(fixed).bucket_cap_mb(1e-6).first_bucket_cap_mb(1e-6).gradient_as_bucket_view(true)},
        {dynamic}},
