@@ -46,7 +46,7 @@ class Trainer {
         pg_(session.pg),
         device_(session.device),
         data_(std::move(data)),
-        model_(std::move(net), pg_),
+        model_(std::move(net), pg_, ddp::DistributedDataParallelOptions().static_graph(o.runtime.static_graph())),
         optimizer_(ddp::trainer::make_optimizer(o.runtime.zero(), model_.module()->parameters(), pg_,
                                                 [&o](std::vector<torch::optim::OptimizerParamGroup> groups) {
                                                   return std::make_unique<torch::optim::SGD>(

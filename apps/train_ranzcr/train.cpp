@@ -145,7 +145,8 @@ class Trainer {
     // The Checkpointer logs which file it resumed from (or why it starts fresh).
     if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *net_, optimizer_.get())) progress_ = resumed->progress;
     reporter_.start(progress_.global_step);
-    ddp::DistributedDataParallel<Model> model(net_, session_.pg);
+    ddp::DistributedDataParallel<Model> model(net_, session_.pg,
+                                              ddp::DistributedDataParallelOptions().static_graph(o_.runtime.static_graph()));
     comm_hook_.install(model);
     ddp::DistributedSampler sampler(static_cast<int64_t>(data_.split.train.size()), pg_.size(), pg_.rank(),
                                     /*shuffle=*/true, static_cast<int64_t>(o_.seed));

@@ -21,7 +21,7 @@
 //
 // Every forward with gradients enabled outside no_sync() expects exactly one backward before the
 // next forward. A parameter that got no gradient is an error at the next forward (naming it),
-// unless find_unused_parameters is on. With broadcast_buffers (the default) every forward starts
+// unless find_unused_parameters or static_graph is on. With broadcast_buffers (the default) every forward starts
 // with rank 0's buffers, so every rank must call forward the same number of times; evaluate on
 // one rank through model.module() instead.
 
@@ -66,6 +66,14 @@ struct DistributedDataParallelOptions {
   TORCH_ARG(bool, overlap_communication) = true;
   /// Rebuild the buckets once, after the first iteration, in gradient arrival order.
   TORCH_ARG(bool, rebuild_buckets) = true;
+  /// The autograd graph is the same every iteration (PyTorch's static_graph=True): the first
+  /// synchronized backward is watched, and its reduction delayed to its end, to learn which
+  /// parameters get no gradient and how many times each parameter's gradient is accumulated
+  /// (twice when, e.g., activation checkpointing recomputes a shared layer in a nested backward).
+  /// From then on a parameter is reduced after its last accumulation, unused ones are known
+  /// without a graph search (find_unused_parameters is then not needed, and ignored), and a
+  /// graph that changes is a ConfigError on every rank naming the parameter.
+  TORCH_ARG(bool, static_graph) = false;
 };
 
 /// How DistributedDataParallel::join() handles ranks that run out of inputs (PyTorch's

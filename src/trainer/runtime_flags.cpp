@@ -41,6 +41,8 @@ void add_runtime_flags(cxxopts::Options& cli, const std::string& data_dir_holds)
        cxxopts::value<std::string>()->default_value("1000"), "N")
       ("zero", "shard the optimizer state across the ranks (ddp::ZeroRedundancyOptimizer, PyTorch's ZeRO); "
                "checkpoints keep the plain optimizer's format")
+      ("static-graph", "DDP learns the model's autograd graph in the first step and relies on it staying the "
+                       "same (PyTorch's static_graph=True); a graph that changes stops every rank with an error")
       ("metrics-file", "rank 0 appends JSON lines (train intervals, evaluations, a summary) here",
        cxxopts::value<std::string>()->default_value(""), "FILE")
       ("katib-metrics-file", "rank 0 appends each evaluation's metrics here as the JSON lines Katib's File "
@@ -85,6 +87,7 @@ RuntimeOptions read_runtime_flags(const cxxopts::ParseResult& args, const std::m
   o.timeout_seconds(util::parse_real("--timeout", args["timeout"].as<std::string>(), 0, 7 * 24 * 3600.0));
   o.comm_hook(parse_comm_hook(args["comm-hook"].as<std::string>(), args["powersgd-start-iter"].as<std::string>()));
   o.zero(args.count("zero") > 0);
+  o.static_graph(args.count("static-graph") > 0);
   return o;
 }
 

@@ -15,6 +15,7 @@
 //   --comm-hook none|fp16|bf16|powersgd:R   --powersgd-start-iter N   how DDP reduces gradients
 //                   (comm_hook_choice.h)
 //   --zero          the optimizer state sharded across the ranks (optimizer_choice.h)
+//   --static-graph  DistributedDataParallelOptions::static_graph (docs/DDP.md#static_graph)
 //   --timeout S     seconds a collective, the rendezvous or a store call may take before the rank
 //                   fails with TimeoutError (exit 201, retryable); 0: the backend's default (Gloo 30 min,
 //                   NCCL 10 min). A short one bounds how long a rank waits for a peer whose network is gone.
@@ -62,6 +63,8 @@ struct RuntimeOptions {
   TORCH_ARG(CommHookSetting, comm_hook);
   /// --zero: ddp::ZeroRedundancyOptimizer around the trainer's optimizer.
   TORCH_ARG(bool, zero) = false;
+  /// --static-graph: DDP learns the model's autograd graph in the first step (static_graph).
+  TORCH_ARG(bool, static_graph) = false;
 };
 
 /// Registers the flags: --data-dir and --model-dir in group "Data" (`data_dir_holds` completes

@@ -66,6 +66,9 @@ run_cases() {
   expect_has "--data-dir --resume --checkpoint-dir --help --version --epochs" train_cifar10 ""
   expect "--images" make_ranzcr_synthetic --im
   expect "--max-steps" train_cifar10 --max-
+  expect "--static-graph" train_cifar10 --stat
+  expect "--static-graph" train_ranzcr --static
+  expect "--zero" train_ranzcr --ze
   expect "--checkpoint-dir --checkpoint-every --checkpoint-keep" train_ranzcr --checkpoint-
   # A choice {a|b|c}, after "--flag VALUE" and "--flag=VALUE" (readline splits the latter at '=').
   expect "auto gloo nccl" train_cifar10 --backend ""

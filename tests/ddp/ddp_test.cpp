@@ -135,6 +135,27 @@ TEST(DistributedDataParallel, JoinOfThreeUnevenRanksMatchesOneProcess) {
 TEST(DistributedDataParallel, JoinThrowOnEarlyTerminationStopsEveryRankAtTheSameStep) {
   expect_all_succeeded(run_workers("join_throw_on_early_termination", 3, quick()));
 }
+// static_graph (static_graph_workers.cpp): a layer whose gradient accumulates twice per backward
+// (recomputed in a nested backward) and an unused one. Against torch's DDP(static_graph=True) bit
+// for bit, with several options; each step against the shards' average computed without DDP.
+TEST(DistributedDataParallel, StaticGraphMatchesPyTorchBitForBit) {
+  const std::string dir = ddp::testing::make_temp_dir("ddp-static-graph");
+  auto options = quick();
+  options.env["DDP_PARITY_DIR"] = dir;
+  expect_all_succeeded(run_workers("static_graph_prepare", 1, options));
+  run_python_ranks("static_graph_reference.py", {dir});
+  if (HasFatalFailure()) return;
+  expect_all_succeeded(run_workers("static_graph_parity", 2, options));
+  std::filesystem::remove_all(dir);
+}
+// Where DDP without static_graph can reduce the model: the same results, also with no_sync() and join().
+TEST(DistributedDataParallel, StaticGraphMatchesFindUnusedParameters) {
+  expect_all_succeeded(run_workers("static_graph_matches_dynamic", 2, quick()));
+}
+// A graph that changes on one rank: the same named ConfigError from backward on every rank, no hang.
+TEST(DistributedDataParallel, StaticGraphChangeIsANamedErrorOnEveryRank) {
+  expect_all_succeeded(run_workers("static_graph_graph_changes", 2, quick()));
+}
 TEST(DistributedDataParallel, PowerSGDResumesExactlyOnTheSavedBucketLayout) {
   expect_all_succeeded(run_workers("powersgd_resume_needs_the_bucket_layout", 2, quick()));
 }

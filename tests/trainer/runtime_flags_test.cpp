@@ -56,6 +56,8 @@ TEST(RuntimeFlags, DefaultsWithoutFlagsOrEnvironment) {
   EXPECT_EQ(o.log_interval(), 10);
   EXPECT_EQ(o.max_steps(), 0);
   EXPECT_EQ(o.timeout_seconds(), 0);
+  EXPECT_FALSE(o.static_graph());
+  EXPECT_FALSE(o.zero());
 }
 
 TEST(RuntimeFlags, SageMakerChannelsAndModelDirAreDefaultsThatFlagsOverride) {
@@ -74,7 +76,7 @@ TEST(RuntimeFlags, SageMakerChannelsAndModelDirAreDefaultsThatFlagsOverride) {
 TEST(RuntimeFlags, EveryFlagIsRead) {
   RuntimeOptions o = parse({"--metrics-file", "m.jsonl", "--katib-metrics-file", "k.jsonl", "--backend", "gloo", "--device", "cpu", "--threads", "3",
                             "--progress", "plain", "--log-interval", "5", "--max-steps", "7", "--timeout", "2.5",
-                            "--tensorboard-dir", "tb"});
+                            "--tensorboard-dir", "tb", "--static-graph", "--zero"});
   EXPECT_EQ(o.metrics_file(), "m.jsonl");
   EXPECT_EQ(o.katib_metrics_file(), "k.jsonl");
   EXPECT_EQ(o.tensorboard_dir(), "tb");
@@ -85,6 +87,8 @@ TEST(RuntimeFlags, EveryFlagIsRead) {
   EXPECT_EQ(o.log_interval(), 5);
   EXPECT_EQ(o.max_steps(), 7);
   EXPECT_EQ(o.timeout_seconds(), 2.5);
+  EXPECT_TRUE(o.static_graph());
+  EXPECT_TRUE(o.zero());
 }
 
 TEST(RuntimeFlags, BadValuesNameTheFlag) {

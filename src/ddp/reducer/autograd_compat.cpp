@@ -14,7 +14,8 @@
 //    (register_post_accumulate_grad_hook). That slot belongs to the user (one hook only), so on
 //    every version we hook the accumulator node's post hooks instead, as PyTorch's C++ reducer does.
 //  * grad_accumulator(), gradient_edge(), Node::next_edges() and Engine::queue_callback() kept
-//    their signatures.
+//    their signatures. queue_callback() queues on the calling thread's current graph task: from a
+//    hook that runs inside a nested (reentrant) backward, that is the nested one, which ends first.
 #include "ddp/reducer/autograd_compat.h"
 
 #include <torch/csrc/autograd/engine.h>
@@ -66,6 +67,13 @@ uintptr_t add_grad_ready_hook(Node& accumulator, std::function<void()> on_ready)
 }
 
 void remove_grad_ready_hook(Node& accumulator, uintptr_t key) { accumulator.del_post_hook(key); }
+
+void add_output_gradient_hook(const at::Tensor& output, std::function<void()> on_gradient) {
+  if (!output.defined() || !output.requires_grad() || !output.grad_fn()) return;
+  // Tensor::register_hook (public, the same in 1.13 and 2.x): a pre hook on the output's
+  // grad_fn, so it runs in the backward that reaches the output, before that node.
+  output.register_hook([on_gradient = std::move(on_gradient)](const at::Tensor&) { on_gradient(); });
+}
 
 void queue_end_of_backward_callback(std::function<void()> callback) {
   ag::Engine::get_default_engine().queue_callback(std::move(callback));

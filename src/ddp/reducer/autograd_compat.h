@@ -29,6 +29,10 @@ std::shared_ptr<Node> grad_accumulator(const at::Tensor& leaf);
 uintptr_t add_grad_ready_hook(Node& accumulator, std::function<void()> on_ready);
 void remove_grad_ready_hook(Node& accumulator, uintptr_t key);
 
+/// Runs `on_gradient` each time backward computes the gradient of `output` (a tensor with a
+/// grad_fn; others are skipped). The hook lives as long as the tensor's graph.
+void add_output_gradient_hook(const at::Tensor& output, std::function<void()> on_gradient);
+
 /// Queues `callback` to run when the current backward pass (graph task) ends. Only valid from
 /// inside backward (e.g. from a grad-ready hook).
 void queue_end_of_backward_callback(std::function<void()> callback);

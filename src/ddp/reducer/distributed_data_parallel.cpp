@@ -56,7 +56,8 @@ DistributedDataParallelBase::DistributedDataParallelBase(std::shared_ptr<torch::
   }
   state_->reducer = std::make_unique<detail::Reducer>(std::move(reduced), state_->names, state_->pg, options);
   DDP_LOG(DEBUG) << "DistributedDataParallel: " << state_->names.size() << " parameters in "
-                 << state_->reducer->stats().buckets << " buckets";
+                 << state_->reducer->stats().buckets << " buckets"
+                 << (options.static_graph() ? "; static_graph: learning the graph in the first backward" : "");
 }
 
 DistributedDataParallelBase::~DistributedDataParallelBase() = default;

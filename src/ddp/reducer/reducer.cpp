@@ -22,6 +22,14 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
   const size_t n = params_.size();
   ready_.assign(n, 0);
   produced_.assign(n, 0);
+  fires_.assign(n, 0);
+  // static_graph learns in the first iteration and records the arrival order in the second
+  // (the first is reduced only at its end, so it has no arrival order).
+  record_order_ = !options_.static_graph();
+  if (options_.static_graph() && options_.find_unused_parameters()) {
+    DDP_LOG(WARN) << "DistributedDataParallel: static_graph finds the unused parameters in the first "
+                     "iteration; find_unused_parameters is not needed with it and is ignored";
+  }
   if (n == 0) return;  // nothing to reduce; hooks never fire
 
   for (const auto& p : params_) {
@@ -126,6 +134,10 @@ void Reducer::prepare_for_backward(const std::vector<at::Tensor>& outputs, bool 
   std::lock_guard<std::mutex> lock(mutex_);
   armed_ = true;
   unreachable_.clear();
+  if (options_.static_graph()) {
+    static_graph_hook_outputs(outputs);
+    return;  // no graph search: the unused parameters are learned
+  }
   if (!options_.find_unused_parameters() || !outputs_complete || params_.empty()) return;
   // Parameters whose accumulator the outputs' graph does not reach get no gradient from this
   // backward: they are marked ready (as unused) as soon as backward starts, so their buckets
@@ -138,13 +150,26 @@ void Reducer::prepare_for_backward(const std::vector<at::Tensor>& outputs, bool 
 void Reducer::on_grad_ready(size_t var) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!armed_) return;  // no_sync(), or a backward not preceded by a DDP forward
-  if (!backward_started_) {
-    backward_started_ = true;
-    autograd_compat::queue_end_of_backward_callback([this] { finalize_backward(); });
-    for (size_t v : unreachable_)
-      if (v != var) mark_ready(v, /*produced=*/false);
-  }
-  mark_ready(var, /*produced=*/true);
+  if (!backward_started_) start_backward(var);
+  if (options_.static_graph())
+    static_graph_on_grad_ready(var);
+  else
+    mark_ready(var, /*produced=*/true);
+}
+
+void Reducer::start_backward(size_t firing) {
+  backward_started_ = true;
+  // Runs when the backward this hook belongs to ends. With static_graph an output's gradient
+  // hook normally gets here first, so that is the outer backward even when parameters
+  // accumulate inside nested ones (reducer_static_graph.cpp).
+  autograd_compat::queue_end_of_backward_callback([this] { finalize_backward(); });
+  for (size_t v : unreachable_)
+    if (v != firing) mark_ready(v, /*produced=*/false);
+  // static_graph: the parameters that got no gradient in the first iteration get none now
+  // (one that does after all is reported at the end of backward).
+  if (options_.static_graph() && learned())
+    for (size_t v = 0; v < params_.size(); ++v)
+      if (expected_fires_[v] == 0) mark_ready(v, /*produced=*/false);
 }
 
 void Reducer::mark_ready(size_t var, bool produced) {
@@ -165,7 +190,8 @@ void Reducer::mark_ready(size_t var, bool produced) {
   }
   ready_[var] = 1;
   produced_[var] = produced ? 1 : 0;
-  if (record_order_) arrival_order_.push_back(var);
+  // static_graph appends its unused parameters at the end of backward instead (as PyTorch).
+  if (record_order_ && (produced || !options_.static_graph())) arrival_order_.push_back(var);
   copy_grad_into_bucket(var);
   if (--bucket.pending == 0 && options_.overlap_communication()) launch_ready_buckets();
 }
@@ -201,6 +227,8 @@ void Reducer::reset_iteration() {
   backward_started_ = false;
   std::fill(ready_.begin(), ready_.end(), 0);
   std::fill(produced_.begin(), produced_.end(), 0);
+  std::fill(fires_.begin(), fires_.end(), 0);
+  changed_.clear();
   unreachable_.clear();
   next_to_launch_ = 0;
   launched_in_backward_ = 0;

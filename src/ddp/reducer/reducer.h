@@ -7,6 +7,8 @@
 //                       waits for them and writes gradients back
 //   reducer_rebuild.cpp the one-time rebuild of buckets in gradient arrival order (rank 0 decides)
 //   reducer_join.cpp    join's side: the divisor, and a joined rank's zero reductions
+//   reducer_static_graph.cpp  static_graph: learning the graph in the first iteration, readiness
+//                       after a parameter's last accumulation, and the error when the graph changes
 //   bucket*.cpp, autograd_compat.cpp, comm_hooks.cpp  the pieces these use
 
 #include <ddp/comm_hooks.h>
@@ -47,7 +49,8 @@ class Reducer {
   bool rebuild_buckets_if_due();
   /// End of a synchronized forward: the next backward's gradients are to be reduced. With
   /// find_unused_parameters, `outputs` tell which parameters the graph reaches (when
-  /// `outputs_complete`; otherwise unused parameters are found at the end of backward).
+  /// `outputs_complete`; otherwise unused parameters are found at the end of backward). With
+  /// static_graph they get a gradient hook that starts the backward (reducer_static_graph.cpp).
   void prepare_for_backward(const std::vector<at::Tensor>& outputs, bool outputs_complete);
 
   /// Join: each rank's gradient is scaled by 1 / divisor before the sum (the world size unless
@@ -66,6 +69,9 @@ class Reducer {
  private:
   // reducer.cpp: hook bookkeeping
   void on_grad_ready(size_t var);
+  /// The first hook of a synchronized backward: queues the finalize callback on the current
+  /// backward and marks the parameters known to get no gradient (all but `firing`).
+  void start_backward(size_t firing);
   void mark_ready(size_t var, bool produced);
   void copy_grad_into_bucket(size_t var);
   void build_buckets(const std::vector<std::vector<size_t>>& assignment);
@@ -82,6 +88,23 @@ class Reducer {
 
   // reducer_rebuild.cpp
   std::vector<std::vector<size_t>> agree_on_rebuilt_assignment();
+  /// After each synchronized or shadowed backward: which round records the arrival order.
+  void end_round();
+
+  // reducer_static_graph.cpp
+  bool learned() const { return !expected_fires_.empty(); }
+  void static_graph_on_grad_ready(size_t var);
+  void static_graph_hook_outputs(const std::vector<at::Tensor>& outputs);
+  /// End of backward, before the launch of what is left: learns (first iteration) or checks the
+  /// counts, and marks every parameter not ready yet.
+  void static_graph_finish_marking();
+  /// Per-parameter flags for the end-of-backward allreduce: find_unused_parameters sends whether
+  /// this rank used each parameter; static_graph sends that (as learned) and, after it, whether
+  /// the parameter broke the learned graph here. Same size on every rank (shadow_backward too).
+  int64_t flags_size() const;
+  void fill_flags(int32_t* flags) const;
+  /// static_graph: the error every rank raises when some rank's graph changed (empty if none).
+  std::string static_graph_error(const std::vector<int32_t>& summed_flags) const;
 
   std::vector<std::vector<size_t>> initial_assignment() const;
   /// overlap_communication(false) without a hook reduces every bucket in one allreduce, which
@@ -116,8 +139,15 @@ class Reducer {
   int64_t launched_in_backward_ = 0;
   std::string pending_error_;      ///< thrown at the next forward
 
+  // static_graph (reducer_static_graph.cpp). expected_fires_ is empty until the graph is learned.
+  std::vector<int> expected_fires_;  ///< accumulations per parameter per backward, as learned
+  std::vector<int> fires_;           ///< accumulations in this backward
+  std::vector<size_t> changed_;      ///< this backward: parameters whose count differs from the learned one
+  std::shared_ptr<char> alive_ = std::make_shared<char>();  ///< output hooks check we still exist
+
   // Bucket rebuild.
-  bool record_order_ = true;
+  int64_t rounds_ = 0;        ///< synchronized backwards plus join's shadowed ones
+  bool record_order_ = true;  ///< false from the start with static_graph (see end_round)
   std::vector<size_t> arrival_order_;
   bool order_recorded_ = false;
   bool rebuilt_ = false;

@@ -41,18 +41,17 @@ void Reducer::shadow_backward() {
       futures.push_back(comm_hook_(view));
     }
   }
-  if (options_.find_unused_parameters()) {
-    std::vector<at::Tensor> used = {
-        at::zeros({static_cast<int64_t>(params_.size())}, at::TensorOptions().dtype(at::kInt).device(comm_device()))};
+  if (flags_size() > 0) {
+    // Zeros: a joined rank uses no parameter and changes no graph.
+    std::vector<at::Tensor> used = {at::zeros({flags_size()}, at::TensorOptions().dtype(at::kInt).device(comm_device()))};
     works.push_back(pg_->allreduce(used, AllreduceOptions().op(ReduceOp::kSum)));
   }
   for (auto& f : futures) f.wait();
   for (auto& w : works) w->wait();
-  // As after a synchronized backward: the next forward may rebuild the buckets, as everyone's does.
-  if (record_order_) {
-    record_order_ = false;
-    order_recorded_ = true;
-  }
+  // Counts as a round, as the others' synchronized backward does: every rank then rebuilds its
+  // buckets at the same forward. (It learns nothing for static_graph: the first backward this
+  // rank runs itself does, with the same collectives as the others' later ones.)
+  end_round();
 }
 
 }  // namespace ddp::detail

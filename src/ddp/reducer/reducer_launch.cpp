@@ -111,25 +111,29 @@ void Reducer::finalize_backward() {
   const auto start = std::chrono::steady_clock::now();
   const int64_t launched_during_backward = launched_in_backward_;
 
-  // Parameters that got no gradient. Their buckets are completed with their current gradient (or
-  // zeros) either way, so every rank issues the same collectives and no peer hangs; without
-  // find_unused_parameters this is an error, raised at the next forward.
-  std::vector<size_t> missing;
-  for (size_t v = 0; v < params_.size(); ++v)
-    if (!ready_[v]) missing.push_back(v);
-  if (!missing.empty() && !options_.find_unused_parameters())
-    pending_error_ = missing_gradients_message(missing);
-  for (size_t v : missing) mark_ready(v, /*produced=*/false);
+  if (options_.static_graph()) {
+    static_graph_finish_marking();
+  } else {
+    // Parameters that got no gradient. Their buckets are completed with their current gradient
+    // (or zeros) either way, so every rank issues the same collectives and no peer hangs; without
+    // find_unused_parameters this is an error, raised at the next forward.
+    std::vector<size_t> missing;
+    for (size_t v = 0; v < params_.size(); ++v)
+      if (!ready_[v]) missing.push_back(v);
+    if (!missing.empty() && !options_.find_unused_parameters())
+      pending_error_ = missing_gradients_message(missing);
+    for (size_t v : missing) mark_ready(v, /*produced=*/false);
+  }
   if (!options_.overlap_communication()) launch_all_at_once();
 
-  // find_unused_parameters: which parameters some rank used (a parameter no rank used keeps its
-  // gradient). Issued after the buckets, in the same order on every rank.
+  // find_unused_parameters and static_graph: which parameters some rank used (a parameter no
+  // rank used keeps its gradient), and with static_graph where the graph changed. Issued after
+  // the buckets, in the same order on every rank.
   at::Tensor used;
   WorkPtr used_work;
-  if (options_.find_unused_parameters()) {
-    used = at::empty({static_cast<int64_t>(params_.size())}, at::TensorOptions().dtype(at::kInt));
-    int32_t* u = used.data_ptr<int32_t>();
-    for (size_t v = 0; v < params_.size(); ++v) u[v] = produced_[v];
+  if (flags_size() > 0) {
+    used = at::empty({flags_size()}, at::TensorOptions().dtype(at::kInt));
+    fill_flags(used.data_ptr<int32_t>());
     used = used.to(comm_device());
     std::vector<at::Tensor> t = {used};
     used_work = pg_->allreduce(t, AllreduceOptions().op(ReduceOp::kSum));
@@ -148,14 +152,16 @@ void Reducer::finalize_backward() {
       global_used.assign(cpu.data_ptr<int32_t>(), cpu.data_ptr<int32_t>() + cpu.numel());
     }
     for (size_t i = 0; i < buckets_.size(); ++i) write_back(i, global_used);
+    // Every rank raises it, after all the collectives, so no rank is left waiting.
+    if (options_.static_graph()) {
+      const std::string error = static_graph_error(global_used);
+      if (!error.empty()) throw ConfigError(error);
+    }
   } catch (...) {
     failure = std::current_exception();
   }
 
-  if (record_order_) {
-    record_order_ = false;
-    order_recorded_ = true;
-  }
+  end_round();
   const double finalize = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   stats_.synced_iterations += 1;
   stats_.buckets_launched_during_backward = launched_during_backward;

@@ -17,9 +17,10 @@ namespace ddp::detail {
 
 bool Reducer::rebuild_buckets_if_due() {
   std::lock_guard<std::mutex> lock(mutex_);
-  // The arrival order is only complete when no parameter may go missing (as in PyTorch).
+  // The arrival order is only complete when no parameter may go missing (as in PyTorch); with
+  // static_graph the missing ones are known and appended.
   if (rebuilt_ || !order_recorded_ || !options_.rebuild_buckets() ||
-      options_.find_unused_parameters() || params_.empty())
+      (options_.find_unused_parameters() && !options_.static_graph()) || params_.empty())
     return false;
   rebuilt_ = true;
   auto assignment = agree_on_rebuilt_assignment();
@@ -32,6 +33,19 @@ bool Reducer::rebuild_buckets_if_due() {
   DDP_LOG(DEBUG) << "DistributedDataParallel: rebuilt " << buckets_.size()
                  << " buckets in gradient arrival order";
   return true;
+}
+
+void Reducer::end_round() {
+  ++rounds_;
+  if (record_order_) {
+    record_order_ = false;
+    order_recorded_ = true;
+  } else if (options_.static_graph() && rounds_ == 1) {
+    // Round 0 learned the graph (its reduction waited for the end of backward); round 1 is the
+    // first whose gradients become ready during backward, in the order to rebuild in. PyTorch
+    // also rebuilds at the forward after its second iteration.
+    record_order_ = true;
+  }
 }
 
 std::vector<std::vector<size_t>> Reducer::agree_on_rebuilt_assignment() {
