@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "support/multiprocess.h"
-#include "support/subprocess.h"
+#include "support/python_ranks.h"
 
 namespace {
 
@@ -47,18 +47,7 @@ TEST(DistributedDataParallel, ModuleSavesWithPlainKeys) {
 
 // Runs a tests/ddp/python script as 2 ranks of a torch.distributed Gloo group (Debian's python3-torch).
 void run_python_ranks(const std::string& script, const std::vector<std::string>& args) {
-  const std::string port = std::to_string(ddp::testing::free_port());
-  std::vector<std::string> argv = {DDP_PYTHON, std::string(DDP_SOURCE_DIR) + "/tests/ddp/python/" + script};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<std::unique_ptr<ddp::testing::Subprocess>> python;
-  for (int rank = 0; rank < 2; ++rank)
-    python.push_back(std::make_unique<ddp::testing::Subprocess>(
-        argv, std::map<std::string, std::string>{{"RANK", std::to_string(rank)},
-                                                 {"WORLD_SIZE", "2"},
-                                                 {"MASTER_ADDR", "127.0.0.1"},
-                                                 {"MASTER_PORT", port},
-                                                 {"OMP_NUM_THREADS", "1"}}));
-  for (auto& p : python) ASSERT_EQ(p->wait(std::chrono::seconds(90)), 0) << p->output();
+  ddp::testing::run_python_ranks(std::string(DDP_SOURCE_DIR) + "/tests/ddp/python/" + script, args);
 }
 
 // Same initial weights and data through torch.nn.parallel.DistributedDataParallel (Debian's

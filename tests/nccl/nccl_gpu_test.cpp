@@ -5,14 +5,17 @@
 #include "memory_store.h"
 #include "support/multiprocess.h"
 
+#include <ddp/checkpoint.h>
 #include <ddp/errors.h>
 #include <ddp/powersgd_hook.h>
 #include <ddp/process_group_gloo.h>
 #include <ddp/zero_redundancy_optimizer.h>
 
+#include <torch/nn/modules/linear.h>
 #include <torch/optim/adam.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 namespace {
@@ -246,6 +249,46 @@ TEST_F(NcclOneGpu, ZeroRedundancyOptimizerOnCudaEqualsAdam) {
   }
   EXPECT_EQ(ddp::optimizer_state_bytes(zero), ddp::optimizer_state_bytes(*plain));
   EXPECT_GT(ddp::optimizer_state_bytes(zero), 0);
+}
+
+// A checkpoint is read onto the CPU; resuming a CUDA run must put the optimizer state back on the
+// GPU (Checkpointer::load moves it to each parameter's device), for a plain Adam and for the shard
+// of a ZeroRedundancyOptimizer: after the resume, 2 more steps equal 2 more steps of the original.
+TEST_F(NcclOneGpu, CheckpointedOptimizerStateResumesOnTheGpu) {
+  const std::string dir = ddp::testing::make_temp_dir("nccl-ckpt");
+  auto adam = [](std::vector<torch::optim::OptimizerParamGroup> groups) -> std::unique_ptr<torch::optim::Optimizer> {
+    return std::make_unique<torch::optim::Adam>(std::move(groups), torch::optim::AdamOptions(1e-2));
+  };
+  for (const bool zero : {false, true}) {
+    at::manual_seed(4);
+    torch::nn::Linear original(8, 4), resumed(8, 4);
+    original->to(at::Device(at::kCUDA, 0));
+    resumed->to(at::Device(at::kCUDA, 0));
+    auto make = [&](torch::nn::Linear& m) -> std::unique_ptr<torch::optim::Optimizer> {
+      if (zero) return std::make_unique<ddp::ZeroRedundancyOptimizer>(m->parameters(), adam, pg_);
+      return adam({torch::optim::OptimizerParamGroup(m->parameters())});
+    };
+    auto opt = make(original), opt2 = make(resumed);
+    const at::Tensor x = at::randn({16, 8}, on_cuda(at::kFloat));
+    auto step = [&](torch::nn::Linear& m, torch::optim::Optimizer& o) {
+      o.zero_grad();
+      m(x).pow(2).sum().backward();
+      o.step();
+    };
+    step(original, *opt);
+    step(original, *opt);
+    ddp::Checkpointer ckpt(ddp::CheckpointOptions().dir(dir + (zero ? "/zero" : "/plain")), pg_);
+    ddp::TrainingProgress progress;
+    progress.step_done(16);
+    ckpt.save(*original, opt.get(), progress);
+    ASSERT_TRUE(ckpt.resume("auto", *resumed, opt2.get()).has_value());
+    for (int i = 0; i < 2; ++i) {
+      step(original, *opt);
+      step(resumed, *opt2);  // a state left on the CPU throws here: the gradient is on the GPU
+    }
+    EXPECT_TRUE(at::equal(original->weight.detach().cpu(), resumed->weight.detach().cpu())) << (zero ? "zero" : "plain");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // In its own process: an aborted communicator must not disturb the other tests' CUDA context.

@@ -2,12 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <map>
-#include <memory>
 
-#include "support/ci.h"
 #include "support/multiprocess.h"
-#include "support/subprocess.h"
+#include "support/python_ranks.h"
 
 namespace {
 
@@ -40,17 +37,7 @@ TEST(ZeroRedundancyOptimizer, MisuseIsANamedConfigError) {
 
 // Runs a tests/optim/python script as 2 ranks of a torch.distributed Gloo group (Debian's python3-torch).
 void run_python_ranks(const std::string& script, const std::string& dir) {
-  const std::string port = std::to_string(ddp::testing::free_port());
-  std::vector<std::unique_ptr<ddp::testing::Subprocess>> python;
-  for (int rank = 0; rank < 2; ++rank)
-    python.push_back(std::make_unique<ddp::testing::Subprocess>(
-        std::vector<std::string>{DDP_PYTHON, std::string(DDP_SOURCE_DIR) + "/tests/optim/python/" + script, dir},
-        std::map<std::string, std::string>{{"RANK", std::to_string(rank)},
-                                           {"WORLD_SIZE", "2"},
-                                           {"MASTER_ADDR", "127.0.0.1"},
-                                           {"MASTER_PORT", port},
-                                           {"OMP_NUM_THREADS", "1"}}));
-  for (auto& p : python) ASSERT_EQ(p->wait(std::chrono::seconds(90)), 0) << p->output();
+  ddp::testing::run_python_ranks(std::string(DDP_SOURCE_DIR) + "/tests/optim/python/" + script, {dir});
 }
 
 // Same initial weights, batches and schedule through torch.distributed.optim.ZeroRedundancyOptimizer

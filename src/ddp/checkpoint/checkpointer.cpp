@@ -27,6 +27,7 @@
 #include "ddp/checkpoint/checkpoint_dir.h"
 #include "ddp/checkpoint/checkpoint_file.h"
 #include "ddp/checkpoint/rng_state.h"
+#include "ddp/optim/optimizer_state_fields.h"
 #include "util/archive_bytes.h"
 #include "util/collectives.h"
 #include "util/files.h"
@@ -320,6 +321,9 @@ CheckpointInfo Checkpointer::load(const std::string& path, torch::nn::Module& mo
     } catch (const std::exception& e) {
       throw DataError("checkpoint " + path + ": the optimizer state does not fit this optimizer: " + e.what());
     }
+    // The archive was read onto the CPU; a CUDA run's optimizer steps with its state on the GPU.
+    auto* zero = dynamic_cast<ZeroRedundancyOptimizer*>(optimizer);
+    detail::move_optimizer_state_to_parameters(zero ? zero->local_optimizer() : *optimizer);
   }
   c10::IValue rng;
   if (!ck->archive.try_read("rng", rng) || !rng.isTensorList())
