@@ -32,7 +32,9 @@ the environment the controller injects (operators.py). Scenarios:
                data-prep Job alone on the empty volume: it must fail (exit 2, no retry cures it) naming
                the path it looked at and how to ask for synthetic data; then the request by name
                (k8s/data/synthetic/ranzcr), then the job played on CPU as ranzcr-cpu (--image-size 64
-               --arch resnet18 --epochs 1 --batch-size 8). Must complete with a model and a checkpoint.
+               --arch resnet18 --epochs 1 --batch-size 8) with issue 27's flags all on (--sync-bn
+               --static-graph --comm-hook powersgd:1 --powersgd-start-iter 2 --zero). Must complete
+               with a model and a checkpoint, rank 0 logging the PowerSGD hook and its ZeRO shard.
   sagemaker    SageMaker's CreateTrainingJob played by sagemaker.py: the workshop's hyperparameters
                (json-encoded strings, model-type custom, the SDK's sagemaker_* keys) on 2 instances
                (algo-1, algo-2, each a pod with its own root-owned /opt/ml, started as
@@ -491,6 +493,7 @@ def scenario_ddprun(sc, state):
 
 
 # The RANZCR jobs' GPU flags overridden so they run on this machine's CPUs, small and short.
+ISSUE27_FLAGS = ["--sync-bn", "--static-graph", "--comm-hook", "powersgd:1", "--powersgd-start-iter", "2", "--zero"]
 RANZCR_ON_CPU = [("--device", "cpu"), ("--backend", "gloo"), ("--amp", "none"), ("--image-size", "64"),
                  ("--arch", "resnet18"), ("--epochs", "1"), ("--batch-size", "8")]
 
@@ -554,6 +557,9 @@ def scenario_ranzcr_minikf(sc, state):
             c = rs["template"]["spec"]["containers"][0]
             for flag, value in RANZCR_ON_CPU:
                 c["args"] = set_flag(c["args"], flag, value)
+            # With what a PyTorch DDP user reaches for next (issue 27), all at once: SyncBatchNorm,
+            # static_graph, PowerSGD compressing from step 2, ZeRO.
+            c["args"] = c["args"] + ISSUE27_FLAGS
     # Played with the labels of kubeflow/pytorch-operator v1.0, what an old MiniKF runs: none of
     # training.kubeflow.org/*; JOB_NAME (the model's folder) must still be the job's name.
     job, res = pytorchjob_run(sc, overlay, [], mutate=on_cpu, timeout=600, operator="pytorch-operator v1.0")
@@ -561,7 +567,10 @@ def scenario_ranzcr_minikf(sc, state):
     if res.condition != "Succeeded":
         print(sc.tail(name))
     expect(res.condition == "Succeeded", f"PyTorchJob {name} (Master 1 + Worker 1) succeeded on CPU under "
-                                         f"pytorch-operator v1.0's pod labels ({res.reason})")
+                                         f"pytorch-operator v1.0's pod labels ({res.reason}), with {' '.join(ISSUE27_FLAGS)}")
+    master_log = sc.log_text(f"{name}-master-0")
+    for line in ("DDP comm hook: powersgd", "--zero: optimizer state sharded over 2 ranks"):
+        expect(line in master_log, f"rank 0 logs '{line}': the flags took effect")
     expect(res.total_recreations == 0, "no pod was recreated")
     expect(bool(model_digest(os.path.join(sc.pvc, "models", name))), f"the model was written under models/{name} "
                                                                        "(JOB_NAME from the job's own label)")
