@@ -22,6 +22,7 @@ from torch.distributed.optim import ZeroRedundancyOptimizer
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "ddp", "python"))
 from models import Mlp  # noqa: E402
+from leave import leave  # noqa: E402
 from tensor_files import read_tensors, write_tensors  # noqa: E402
 
 STEPS = 6
@@ -64,12 +65,7 @@ def main(directory):
         exact = kind == "sgd" or int(torch.__version__.split(".")[0]) < 2
         out["exact"] = torch.tensor([1 if exact else 0], dtype=torch.int64)
         write_tensors(directory, "%s_torch_rank%d" % (kind, rank), out)
-    # Every result is written: leave without torch's teardown (torch 2.6 has aborted or stalled at
-    # interpreter exit in our reference runs, after the results; the other references do the same).
-    dist.barrier()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    leave()
 
 
 if __name__ == "__main__":
