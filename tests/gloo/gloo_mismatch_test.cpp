@@ -6,8 +6,16 @@
 #include <ddp/process_group.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <string>
+#include <thread>
 
 #include "gloo_test_util.h"
 
@@ -126,6 +134,96 @@ DDP_TEST_WORKER(three_ranks_one_differs) {
       {"allreduce #1", "rank 2", "12 elements", "10 elements"});
 }
 
+// ---- a slow rank after the others have left ----------------------------------------------------
+// Over TCP each rank sends its signature and then posts its operation's receives. A rank stalled in
+// between finds the connections of the faster ranks already closed: they saw every signature,
+// threw the mismatch and left in order. The signatures they sent before leaving have arrived, so
+// the slow rank must still report the mismatch, not the loss of a peer (PeerError, exit 200).
+// Rank 1 is stalled on purpose, its I/O thread left running: its tensor lies on a page it may not
+// read yet, so packing it (the operation thread's first touch of the data, after the signature left)
+// faults, and the fault handler holds that thread until ranks 0 and 2 have left, then another
+// 500 ms in which Gloo's I/O thread reads their goodbyes and closed connections. Before the fix
+// the receive was posted on a closed connection and rank 1 ended with a PeerError every run.
+namespace {
+
+constexpr size_t kStallPage = 4096;
+void* g_stall_page = nullptr;
+char g_left_marker[2][512];
+
+// SIGSEGV handler: only async-signal-safe calls (access, nanosleep, mprotect).
+void hold_until_the_others_left(int, siginfo_t* info, void*) {
+  auto* at = static_cast<char*>(info->si_addr);
+  auto* page = static_cast<char*>(g_stall_page);
+  if (page == nullptr || at < page || at >= page + kStallPage) {
+    signal(SIGSEGV, SIG_DFL);  // a real crash: the faulting access repeats and ends the process
+    return;
+  }
+  const timespec ms{0, 1000000};
+  for (int i = 0; i < 60000 && (access(g_left_marker[0], F_OK) != 0 || access(g_left_marker[1], F_OK) != 0); ++i)
+    nanosleep(&ms, nullptr);
+  const timespec settle{0, 500000000};
+  nanosleep(&settle, nullptr);
+  mprotect(g_stall_page, kStallPage, PROT_READ | PROT_WRITE);
+}
+
+void touch(const std::string& path) { std::fclose(std::fopen(path.c_str(), "w")); }
+
+void wait_for_file(const std::string& path, const std::string& what) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!std::filesystem::exists(path)) {
+    check(seconds_since(t0) < 90, what);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace
+
+DDP_TEST_WORKER(slow_rank_sees_the_mismatch_after_the_others_left) {
+  const std::string dir = env_or("DDP_STALL_DIR", "");
+  check(!dir.empty(), "DDP_STALL_DIR is set");
+  const std::string rank1_done = dir + "/done.1";
+  if (rank() != 1) {
+    // Ranks 0 (the store's host) and 2 (the odd one) find the mismatch at once and leave.
+    const int status = expect_mismatch(
+        [](ddp::ProcessGroup& pg) {
+          std::vector<at::Tensor> t = {floats(rank() == 2 ? 12 : 10)};
+          pg.allreduce(t)->wait();
+        },
+        {"allreduce #1", "rank 2", "12 elements", "10 elements"});
+    touch(dir + "/left." + std::to_string(rank()));
+    wait_for_file(rank1_done, "rank 1 finished within 90 s");
+    return status;
+  }
+  struct Done {  // however rank 1 ends, the others stop waiting for it
+    std::string path;
+    ~Done() { touch(path); }
+  } done{rank1_done};
+  std::snprintf(g_left_marker[0], sizeof g_left_marker[0], "%s/left.0", dir.c_str());
+  std::snprintf(g_left_marker[1], sizeof g_left_marker[1], "%s/left.2", dir.c_str());
+  g_stall_page = mmap(nullptr, kStallPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  check(g_stall_page != MAP_FAILED, "mmap a page");
+  struct sigaction sa {};
+  sa.sa_sigaction = hold_until_the_others_left;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  check(sigaction(SIGSEGV, &sa, nullptr) == 0, "install the SIGSEGV handler");
+  at::Tensor stalled = at::from_blob(g_stall_page, {10}, at::kFloat);
+  stalled.fill_(1);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int status = expect_mismatch(
+      [&stalled](ddp::ProcessGroup& pg) {
+        check(mprotect(g_stall_page, kStallPage, PROT_NONE) == 0, "protect the page");
+        std::vector<at::Tensor> t = {stalled};
+        pg.allreduce(t)->wait();
+      },
+      {"allreduce #1", "rank 2", "12 elements", "10 elements"});
+  // The case under test happened: rank 1's operation waited for the others to leave.
+  check(std::filesystem::exists(dir + "/left.0") && std::filesystem::exists(dir + "/left.2"),
+        "ranks 0 and 2 had left before rank 1 reported the mismatch");
+  std::fprintf(stderr, "rank 1: stalled, then reported the mismatch %.3f s after the call\n", seconds_since(t0));
+  return status;
+}
+
 TEST(GlooMismatch, AllreduceCountSmall) { expect_all_succeeded(run_workers("allreduce_count_small", 2, gloo_worker_options())); }
 TEST(GlooMismatch, AllreduceCountRing) { expect_all_succeeded(run_workers("allreduce_count_ring", 2, gloo_worker_options())); }
 TEST(GlooMismatch, AllreduceDtype) { expect_all_succeeded(run_workers("allreduce_dtype", 2, gloo_worker_options())); }
@@ -135,4 +233,12 @@ TEST(GlooMismatch, AllgatherCount) { expect_all_succeeded(run_workers("allgather
 TEST(GlooMismatch, DifferentKinds) { expect_all_succeeded(run_workers("different_kinds", 2, gloo_worker_options())); }
 TEST(GlooMismatch, ThreeRanksOneDiffers) {
   expect_all_succeeded(run_workers("three_ranks_one_differs", 3, gloo_worker_options()));
+}
+TEST(GlooMismatch, ASlowRankReportsItAfterTheOthersLeft) {
+  const std::string dir = make_temp_dir("gloo-stall");
+  WorkerOptions o = gloo_worker_options();
+  o.env["DDP_STALL_DIR"] = dir;
+  o.env["DDP_SHM"] = "0";  // the receives posted after the signature are TCP's (shared memory checks first)
+  expect_all_succeeded(run_workers("slow_rank_sees_the_mismatch_after_the_others_left", 3, o));
+  std::filesystem::remove_all(dir);
 }

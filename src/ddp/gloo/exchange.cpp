@@ -54,10 +54,18 @@ void Exchange::send(Buffer* buf, int peer, size_t offset, size_t bytes, uint8_t 
 }
 
 void Exchange::recv(Buffer* buf, int peer, size_t offset, size_t bytes, uint8_t channel) {
-  if (aborted_) throw_aborted();
+  // Receives are posted before the gate (their ready notices travel with the signatures), so a
+  // slow rank may post one on a connection that its peer already closed in order, having seen
+  // every signature and thrown the mismatch. The signatures it sent before leaving have arrived:
+  // the gate decides first, and a mismatch is reported as one instead of as that peer's loss.
+  if (aborted_) {
+    pass_gate();
+    throw_aborted();
+  }
   try {
     buf->recv(global(peer), slot_ + channel, offset, bytes);
   } catch (const ::gloo::IoException& e) {
+    pass_gate();
     throw TransportFailure(TransportFailure::Kind::kPeerLost, global(peer), strip_gloo_location(e.what()));
   }
 }

@@ -159,6 +159,11 @@ void ShmGroup::sync() {
 }
 
 void ShmGroup::check(int member) {
+  // What we wait for has arrived: no failure elsewhere changes that. A rank that saw every
+  // signature may find the mismatch and mark the group failed (fail()) before a slower member
+  // looked at its count; that member must still read the signatures and report the mismatch.
+  Control& c = control(member);
+  if (reached(c.seq.load(std::memory_order_acquire), seq_)) return;
   if (aborted_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(abort_mu_);
     throw TransportFailure(TransportFailure::Kind::kPeerLost, abort_peer_, abort_cause_);
@@ -172,7 +177,6 @@ void ShmGroup::check(int member) {
   }
   // Its final count is published before the mark: a member that left after reaching this point
   // was not what we waited for.
-  Control& c = control(member);
   if (c.left.load(std::memory_order_acquire) != 0 && !reached(c.seq.load(std::memory_order_acquire), seq_))
     throw TransportFailure(TransportFailure::Kind::kPeerLost, ranks_[member],
                            "rank " + std::to_string(ranks_[member]) +

@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from models import Cnn  # noqa: E402
 from tensor_files import read_tensors, write_tensors  # noqa: E402
 from train_step import train_step  # noqa: E402
+from leave import leave  # noqa: E402
 
 STEPS = 5
 
@@ -33,7 +34,7 @@ def main(directory):
         for step in range(STEPS):
             train_step(model, opt, data, step, rank, world)
         write_tensors(directory, "%s_final_rank%d" % (name, rank), net.state_dict())
-    dist.destroy_process_group()
+    leave()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from models import Cnn  # noqa: E402
 from tensor_files import read_tensors, write_tensors  # noqa: E402
 from train_step import train_step  # noqa: E402
+from leave import leave  # noqa: E402
 
 STEPS = {0: 5, 1: 3}  # batches per rank: uneven on purpose
 CASES = {"initial": True, "dynamic": False}  # case -> divide_by_initial_world_size
@@ -38,8 +39,7 @@ def main(directory):
             for step in range(STEPS[rank]):
                 train_step(model, opt, data, step, rank, world)
         write_tensors(directory, "join_%s_rank%d" % (case, rank), net.state_dict())
-    dist.barrier()
-    dist.destroy_process_group()
+    leave()
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersg
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tensor_files import read_tensors, write_tensors  # noqa: E402
+from leave import leave  # noqa: E402
 
 # name -> PowerSGDState keyword arguments; the C++ side (powersgd_hook_workers.cpp) has the same.
 CONFIGS = {
@@ -81,14 +82,7 @@ def main(directory):
         _, before, after = state.compression_stats()
         out[name + "_stats"] = torch.tensor([state.iter, before, after], dtype=torch.int64)
     write_tensors(directory, "powersgd_out_rank%d" % rank, out)
-    # torch 2.6 sometimes aborted after this point ("terminate called without an active exception",
-    # 2 runs in about 20, with every result written): the hook's future callbacks run on Gloo's
-    # worker threads, and one may still be finishing when the group goes. The barrier lets them
-    # finish; os._exit skips the interpreter's teardown, which is not what this script tests.
-    dist.barrier()
-    dist.destroy_process_group()
-    sys.stdout.flush()
-    os._exit(0)
+    leave()
 
 
 if __name__ == "__main__":

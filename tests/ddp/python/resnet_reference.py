@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resnet import ResNet18  # noqa: E402
 from tensor_files import read_tensors, write_tensors  # noqa: E402
 from train_step import train_step  # noqa: E402
+from leave import leave  # noqa: E402
 
 
 def assign(params, order, limits):
@@ -121,12 +122,7 @@ def main(directory, cap_mb, powersgd_rank):
         write_buckets(os.path.join(directory, "buckets_rebuilt.txt"), rebuilt)
         write_buckets(os.path.join(directory, "buckets_initial.txt"),
                       assign(params, list(reversed(range(len(params)))), limits))
-    # As in powersgd_reference.py: torch 2.6 may abort at exit while a PowerSGD future callback is
-    # still finishing on a Gloo thread, after every result is written.
-    dist.barrier()
-    dist.destroy_process_group()
-    sys.stdout.flush()
-    os._exit(0)
+    leave()
 
 
 if __name__ == "__main__":

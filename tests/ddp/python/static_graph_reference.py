@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from static_graph import StaticNet  # noqa: E402
 from tensor_files import read_tensors, write_tensors  # noqa: E402
 from train_step import train_step  # noqa: E402
+from leave import leave  # noqa: E402
 
 STEPS = 5
 
@@ -38,8 +39,7 @@ def main(directory):
         if p.grad is not None:
             out["grad." + name] = p.grad
     write_tensors(directory, "sg_rank%d" % rank, out)
-    dist.barrier()
-    dist.destroy_process_group()
+    leave()
 
 
 if __name__ == "__main__":
