@@ -2,8 +2,8 @@
 
 #include <ddp/errors.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <sched.h>
-#include <torch/cuda.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,20 +133,35 @@ std::optional<double> cgroup_cpu_limit(const std::string& root, std::string* tex
   return best;
 }
 
+// The CUDA driver's device count (cuDeviceGetCount), the count LibTorch's CUDA build reports too.
+// The driver is loaded only when a count is asked for: ddprun links neither CUDA nor LibTorch, and
+// a machine without the driver has no GPU to count. Not unloaded: the driver keeps its threads.
+int cuda_driver_device_count() {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver == nullptr) return 0;
+  using InitFn = int (*)(unsigned int);
+  using CountFn = int (*)(int*);
+  auto init = reinterpret_cast<InitFn>(::dlsym(driver, "cuInit"));
+  auto count = reinterpret_cast<CountFn>(::dlsym(driver, "cuDeviceGetCount"));
+  int n = 0;
+  if (init == nullptr || count == nullptr || init(0) != 0 || count(&n) != 0) return 0;  // 0: CUDA_SUCCESS
+  return n;
+}
+
 }  // namespace
 
 Count visible_gpus(const std::map<std::string, std::string>& env, const std::string& root) {
   int files = count_nvidia_device_files(root);
-  int torch_count = root.empty() ? static_cast<int>(torch::cuda::device_count()) : 0;
-  int physical = std::max(files, torch_count);
-  if (physical == 0) return {0, "no GPU (no /dev/nvidia<N>, LibTorch sees no CUDA device)"};
+  int driver_count = root.empty() ? cuda_driver_device_count() : 0;
+  int physical = std::max(files, driver_count);
+  if (physical == 0) return {0, "no GPU (no /dev/nvidia<N>, the CUDA driver reports no device)"};
   auto it = env.find("CUDA_VISIBLE_DEVICES");
   if (it != env.end()) {
     int n = std::min(count_visible_entries(it->second), physical);
     return {n, std::to_string(n) + " GPUs (CUDA_VISIBLE_DEVICES=" + it->second + ")"};
   }
-  std::string how = files >= torch_count ? std::to_string(files) + " /dev/nvidia<N> files"
-                                         : "torch::cuda::device_count()";
+  std::string how = files >= driver_count ? std::to_string(files) + " /dev/nvidia<N> files"
+                                          : "the CUDA driver's cuDeviceGetCount";
   return {physical, std::to_string(physical) + " GPUs (" + how + ")"};
 }
 

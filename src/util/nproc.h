@@ -11,7 +11,7 @@ struct Count {
 };
 
 /// GPUs this process may use: none when the machine shows none (/dev/nvidia<N> files,
-/// torch::cuda::device_count()); otherwise CUDA_VISIBLE_DEVICES' entries when set, else all.
+/// the CUDA driver's cuDeviceGetCount, loaded with dlopen); otherwise CUDA_VISIBLE_DEVICES' entries when set, else all.
 /// `root` prefixes the /dev path (tests).
 Count visible_gpus(const std::map<std::string, std::string>& env, const std::string& root = "");
 

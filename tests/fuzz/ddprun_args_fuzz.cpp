@@ -12,12 +12,6 @@
 
 #include "ddp/launcher/launch_config.h"
 
-// launch_config reaches util/nproc.cpp, which asks LibTorch for the GPU count under
-// --nproc-per-node auto|gpu; the target links no LibTorch: no GPUs.
-namespace torch::cuda {
-size_t device_count() { return 0; }
-}  // namespace torch::cuda
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> argv{"ddprun"};
   std::string arg;
