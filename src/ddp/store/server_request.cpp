@@ -56,6 +56,12 @@ ParseStatus read_keys(Reader& r, std::vector<std::string>& keys) {
   return ParseStatus::kOk;
 }
 
+/// A key and its value, the fields SET, APPEND and QUEUE_PUSH start with (a queue's name is its key).
+ParseStatus read_key_value(Reader& r, std::string& key, Bytes& value) {
+  DDP_TRY_PARSE(r.str(key, kMaxKeyBytes));
+  return r.bytes(value, kMaxValueBytes);
+}
+
 /// The token hello: 0xDD "DDPT" u32 length, token.
 ParseStatus parse_hello(Reader& r, std::string& token) {
   uint8_t b = 0;
@@ -95,8 +101,7 @@ ParseStatus on_validate(Connection&, Reader& r, RequestContext&, Writer&) {
 ParseStatus on_set(Connection&, Reader& r, RequestContext& ctx, Writer&) {
   std::string key;
   Bytes value;
-  DDP_TRY_PARSE(r.str(key, kMaxKeyBytes));
-  DDP_TRY_PARSE(r.bytes(value, kMaxValueBytes));
+  DDP_TRY_PARSE(read_key_value(r, key, value));
   DDP_TRY_PARSE(fits_store(r, ctx, key.size() + value.size(), ctx.state.entry_bytes(key), "SET"));
   ctx.state.set(key, std::move(value), &ctx.woken);
   return ParseStatus::kOk;
@@ -165,8 +170,7 @@ ParseStatus on_delete_key(Connection&, Reader& r, RequestContext& ctx, Writer& w
 ParseStatus on_append(Connection&, Reader& r, RequestContext& ctx, Writer&) {
   std::string key;
   Bytes value;
-  DDP_TRY_PARSE(r.str(key, kMaxKeyBytes));
-  DDP_TRY_PARSE(r.bytes(value, kMaxValueBytes));
+  DDP_TRY_PARSE(read_key_value(r, key, value));
   const Bytes* old = ctx.state.get(key);
   if (old && old->size() + value.size() > kMaxValueBytes)
     return r.fail("APPEND would grow key '" + key + "' past the value limit");
@@ -236,8 +240,7 @@ ParseStatus on_list_keys(Connection& conn, Reader& r, RequestContext& ctx, Write
 ParseStatus on_queue_push(Connection&, Reader& r, RequestContext& ctx, Writer&) {
   std::string queue;
   Bytes value;
-  DDP_TRY_PARSE(r.str(queue, kMaxKeyBytes));
-  DDP_TRY_PARSE(r.bytes(value, kMaxValueBytes));
+  DDP_TRY_PARSE(read_key_value(r, queue, value));
   DDP_TRY_PARSE(fits_store(r, ctx, queue.size() + value.size(), 0, "QUEUE_PUSH"));
   ctx.state.queue_push(queue, std::move(value), &ctx.woken);
   return ParseStatus::kOk;
