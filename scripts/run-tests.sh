@@ -16,6 +16,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 SUITES=${DDP_SUITES:-1.13 asan load 2.6}
 declare -A result took
+# The failed tests' last output lines, printed again at the very end (scripts/failure-tails.sh).
+tails=$(mktemp /tmp/ddp-failure-tails.XXXXXX)
 # The sanitized part CI runs: the threaded and byte-handling core (docs/TESTING.md, "Sanitizers").
 CI_ASAN_TARGETS="test_store test_gloo test_gloo_peer_directory test_ddp_buckets test_ddp test_checkpoint"
 # The tests run again under load: the ones about failures and exits, whose timing a busy machine
@@ -52,12 +54,14 @@ if has 1.13; then
     if has load; then skip=(-E "$LOAD_TESTS"); fi
     ctest --output-on-failure --timeout 900 -j "${DDP_TEST_JOBS:-2}" "${skip[@]}" "$@" )
   finish 1.13 $? "$t0"
+  bash scripts/failure-tails.sh "${BUILD_DIR:-build}" 1.13 >> "$tails"
 fi
 if has asan; then
   t0=$(date +%s)
   echo "== ASan + UBSan: store, Gloo, reducer, checkpoint (Debian 12)"
   DDP_ASAN_TARGETS=${DDP_ASAN_TARGETS:-$CI_ASAN_TARGETS} bash scripts/sanitize.sh asan
   finish asan $? "$t0"
+  bash scripts/failure-tails.sh build-asan asan >> "$tails"
 fi
 if has load; then
   t0=$(date +%s)
@@ -65,6 +69,7 @@ if has load; then
   bash scripts/stress-tests.sh -- ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout 900 \
     --no-tests=error -j "${DDP_TEST_JOBS:-2}" -R "$LOAD_TESTS"
   finish load $? "$t0"
+  bash scripts/failure-tails.sh "${BUILD_DIR:-build}" load >> "$tails"
 fi
 if has 2.6; then
   t0=$(date +%s)
@@ -72,12 +77,18 @@ if has 2.6; then
     echo "== Debian 13 root ready ($(tail -n 1 "$root_log")), waited $(( $(date +%s) - t0 )) s for it"
     bash scripts/run-tests-trixie.sh "$@"
     finish 2.6 $? "$t0"
+    bash scripts/failure-tails.sh "${TRIXIE_BUILD_DIR:-build-trixie}" 2.6 >> "$tails"
   else
     cat "$root_log"
     finish 2.6 1 "$t0"
   fi
 fi
 rm -f "$root_log"
+if [[ -s $tails ]]; then
+  echo "== the failed tests, their output's end"
+  cat "$tails"
+fi
+rm -f "$tails"
 
 passed=0 failed=0
 for s in "${!result[@]}"; do
