@@ -35,7 +35,8 @@ progress — no metrics record, no pod exit or creation, no fault — for --time
 success with other weights or a broken history, a failure without a clear error.
 
 Configured timeouts (the "configured timeout" a cut outlasts): train_cifar10 --timeout (process-group
-collectives, rendezvous and store calls), ddprun --join-timeout (its store calls). Other overrides:
+collectives, rendezvous and store calls), ddprun --join-timeout and --store-timeout (its store calls:
+joining, then each request of its monitor loop). Other overrides:
 --epochs 2, --checkpoint-every 10, --log-interval 1, OMP_NUM_THREADS=1 (a small CPU share per rank).
 """
 import copy
@@ -116,7 +117,11 @@ def prepare_job(objs, variant, job_name, timeout):
                             ("--log-interval", "1"), ("--timeout", f"{timeout:g}")):
             args = set_flag(args, flag, value)
         if under_ddprun(variant):
-            args = set_flag(args, "--join-timeout", f"{timeout:g}", before="train_cifar10")
+            # Both of ddprun's store bounds: joining, and one request once joined (its monitor loop
+            # polls the store; a poll sent into a cut link is only noticed at --store-timeout, 30 s
+            # by default, which with a pod restart on a busy machine came near the stall limit).
+            for flag in ("--join-timeout", "--store-timeout"):
+                args = set_flag(args, flag, f"{timeout:g}", before="train_cifar10")
         c["args"] = args + EXTRA_FLAGS.get(variant, [])
         env = [e for e in c.get("env", []) if e["name"] != "OMP_NUM_THREADS"]
         c["env"] = env + [{"name": "OMP_NUM_THREADS", "value": "1"}]

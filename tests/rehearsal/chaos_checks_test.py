@@ -126,7 +126,9 @@ class Overrides(unittest.TestCase):
                 self.assertEqual(args[args.index("--checkpoint-every") + 1], str(chaos.CHECKPOINT_EVERY))
                 self.assertEqual("--zero" in args, variant == "pytorchjob-zero")
                 if chaos.under_ddprun(variant):
-                    self.assertLess(args.index("--join-timeout"), program)   # ddprun's option, before the program
+                    for flag in ("--join-timeout", "--store-timeout"):   # ddprun's options, before the program
+                        self.assertLess(args.index(flag), program)
+                        self.assertEqual(args[args.index(flag) + 1], "7.5")
                 self.assertIn({"name": "OMP_NUM_THREADS", "value": "1"}, c["env"])
 
 

@@ -61,7 +61,7 @@ the environment the controller injects (operators.py). Scenarios:
                weights identical to an undisturbed run and an intact step history, or with a clear
                permanent error, never a hang (chaos.py says how each is checked).
                --chaos-rounds N (7) --chaos-seed S (1: rounds use seeds S..S+N-1)
-               --chaos-timeout T (20: the trainers' --timeout, ddprun's --join-timeout)
+               --chaos-timeout T (20: the trainers' --timeout, ddprun's --join-timeout and --store-timeout)
                --chaos-kinds kill-worker,kill-ddprun,kill-master,net-cut --chaos-variants pytorchjob,pytorchjob-zero,ddprun
 
 The manifests are played as written except these overrides, so a run takes seconds: --epochs 2
@@ -812,7 +812,7 @@ def main():
     ap.add_argument("--chaos-rounds", type=int, default=7, help="chaos: rounds (seeds SEED..SEED+N-1)")
     ap.add_argument("--chaos-seed", type=int, default=1, help="chaos: the first round's seed")
     ap.add_argument("--chaos-timeout", type=float, default=20.0,
-                    help="chaos: the trainers' --timeout and ddprun's --join-timeout, seconds")
+                    help="chaos: the trainers' --timeout, ddprun's --join-timeout and --store-timeout, seconds")
     ap.add_argument("--chaos-kinds", default="", help="chaos: only these faults (comma-separated)")
     ap.add_argument("--chaos-variants", default="", help="chaos: only these jobs (pytorchjob, pytorchjob-zero, ddprun)")
     ap.add_argument("--kfp-version", choices=kfp_backend.VERSIONS,
