@@ -5,9 +5,8 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
 
-#include <cstdlib>
-
 #include "ddp/core/init_state.h"
+#include "ddp/core/no_cuda_device.h"
 
 namespace ddp {
 namespace {
@@ -20,11 +19,7 @@ std::string cpu_fallback_reason() {
   // A CUDA LibTorch registers its CUDA device guard when libtorch_cuda loads, device or not;
   // at::hasCUDA() is false there too without a device, so it cannot tell the two apart.
   if (!c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA)) return "LibTorch built without CUDA";
-  if (visible_cuda_devices() == 0) {
-    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-    return std::string("no CUDA device visible") +
-           (visible ? " (CUDA_VISIBLE_DEVICES='" + std::string(visible) + "')" : std::string());
-  }
+  if (visible_cuda_devices() == 0) return detail::no_cuda_device_visible();
   return "";
 }
 

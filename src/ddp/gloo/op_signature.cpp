@@ -13,7 +13,7 @@
 namespace ddp::gloo_backend {
 namespace {
 
-constexpr uint32_t kMagic = 0x5349474fu;  // "OGIS": a record that is not a signature is named as such
+constexpr uint32_t kSignatureMagic = 0x5349474fu;  // "OGIS": a record that is not a signature is named as such
 constexpr size_t kMaxDtypes = 8;
 
 const char* kind_name(OpSignature::Kind k) {
@@ -85,7 +85,7 @@ bool OpSignature::operator==(const OpSignature& o) const {
 // 12 tensors u32, 16 elements u64, 24 bytes u64, 32 layout u64, 40 dtypes (8 x i8), 48-63 zero.
 void encode(const OpSignature& s, uint8_t out[kOpSignatureBytes]) {
   std::memset(out, 0, kOpSignatureBytes);
-  put(out, kMagic, 4);
+  put(out, kSignatureMagic, 4);
   out[4] = static_cast<uint8_t>(s.kind);
   out[5] = s.reduce_op;
   out[6] = static_cast<uint8_t>(std::min(s.dtypes.size(), kMaxDtypes));
@@ -98,7 +98,7 @@ void encode(const OpSignature& s, uint8_t out[kOpSignatureBytes]) {
 }
 
 OpSignature decode(const uint8_t in[kOpSignatureBytes]) {
-  if (get(in, 4) != kMagic || in[4] < 1 || in[4] > static_cast<uint8_t>(OpSignature::Kind::kBarrier) ||
+  if (get(in, 4) != kSignatureMagic || in[4] < 1 || in[4] > static_cast<uint8_t>(OpSignature::Kind::kBarrier) ||
       in[6] > kMaxDtypes)
     throw ConfigError("gloo: a peer sent a malformed collective signature (a different ddp version?)");
   OpSignature s;

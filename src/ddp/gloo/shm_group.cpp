@@ -27,7 +27,7 @@
 namespace ddp::gloo_backend {
 namespace {
 
-constexpr uint64_t kMagic = 0x4444502d53484d31ull;  // "DDP-SHM1"
+constexpr uint64_t kSegmentMagic = 0x4444502d53484d31ull;  // "DDP-SHM1"
 constexpr size_t kHeaderBytes = 4096;
 constexpr size_t kControlBytes = 256;
 constexpr size_t kSignatureBytes = 64;
@@ -107,13 +107,13 @@ void ShmGroup::format(SharedMemory& memory, int members, size_t piece_bytes, uin
     c->left.store(0);
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  h->magic = kMagic;
+  h->magic = kSegmentMagic;
 }
 
 void ShmGroup::verify(const SharedMemory& memory, uint64_t nonce) {
   if (memory.size() < kHeaderBytes) throw ShmUnavailable("the received segment is too small");
   const auto* h = reinterpret_cast<const Header*>(memory.data());
-  if (h->magic != kMagic || h->nonce != nonce)
+  if (h->magic != kSegmentMagic || h->nonce != nonce)
     throw ShmUnavailable("the received segment is not the one the leader announced");
   if (memory.size() < segment_bytes(static_cast<int>(h->capacity), h->piece_bytes))
     throw ShmUnavailable("the received segment is smaller than its header says");

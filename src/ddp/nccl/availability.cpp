@@ -1,5 +1,6 @@
 // nccl_available() and friends when ddp is built with NCCL: the build has it, but LibTorch may lack
 // CUDA (Debian's is a CPU build) or the machine may show no device.
+#include "ddp/core/no_cuda_device.h"
 #include "ddp/nccl/stream_bridge.h"
 
 #include <ddp/process_group_nccl.h>
@@ -7,8 +8,6 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <torch/version.h>
-
-#include <cstdlib>
 
 namespace ddp {
 
@@ -23,11 +22,7 @@ std::string nccl_unavailable_reason() {
     return std::string("no CUDA device usable: cudaGetDeviceCount failed: ") + cudaGetErrorName(err) + ": " +
            cudaGetErrorString(err);
   }
-  if (count == 0) {
-    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-    return std::string("no CUDA device visible") +
-           (visible ? std::string(" (CUDA_VISIBLE_DEVICES='") + visible + "')" : std::string());
-  }
+  if (count == 0) return detail::no_cuda_device_visible();
   return "";
 }
 
