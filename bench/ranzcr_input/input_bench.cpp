@@ -7,6 +7,7 @@
 #include "data/ranzcr/image.h"
 #include "data/ranzcr/loader.h"
 #include "data/ranzcr/records.h"
+#include "util/files.h"
 
 #include <ddp/errors.h>
 
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
       auto run = [&](bool reduced) {
         const auto t0 = Clock::now();
         for (int i = 0; i < m; ++i) {
-          auto bytes = read_file(data->image_path(i));
+          auto bytes = ddp::util::read_file_bytes(data->image_path(i));
           cv::Mat img;
           if (reduced) {
             img = decode_resized(bytes, size, "image");

@@ -12,8 +12,6 @@
 
 #include <ATen/ATen.h>
 
-#include <fstream>
-#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -47,9 +45,8 @@ std::string LoadStateDictReport::summary() const {
 }
 
 std::map<std::string, at::Tensor> read_state_dict(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ddp::DataError("cannot open weights file '" + path + "'");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string file = util::read_file(path);
+  const std::vector<char> bytes(file.begin(), file.end());  // pickle_load's argument type
   if (bytes.empty()) throw ddp::DataError("weights file '" + path + "' is empty");
   c10::IValue value;
   try {

@@ -46,7 +46,7 @@ std::string decode_hyperparameter(const std::string& name, const JsonValue& v, c
 
 std::string read_config_file(const std::string& path) {
   try {
-    return util::read_small_file(path, kMaxConfigBytes);
+    return util::read_file(path, kMaxConfigBytes);
   } catch (const DataError& e) {
     throw ConfigError(std::string(e.what()) + "; is this a SageMaker training container?");
   }

@@ -13,8 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "trainer/tensorboard_record.h"
 #include "util/files.h"
@@ -82,12 +80,6 @@ bool write_all(int fd, const std::string& bytes) {
   return true;
 }
 
-std::string read_whole(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ddp::DataError(path + ": cannot be opened (" + std::strerror(errno) + ")");
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 }  // namespace
 
 EarlierRecords read_earlier_records(const std::string& dir, const std::string& skip_name, int64_t resumed_step) {
@@ -97,7 +89,7 @@ EarlierRecords read_earlier_records(const std::string& dir, const std::string& s
     const std::string path = dir + "/" + name;
     ++found.files;
     try {
-      const std::string bytes = read_whole(path);
+      const std::string bytes = util::read_file(path);
       const RecordScan scan = split_records(bytes, path);
       if (!scan.torn_tail.empty()) {
         DDP_LOG(WARN) << "tensorboard: " << path << " ends in a torn record (" << scan.torn_tail

@@ -97,7 +97,7 @@ std::optional<ErrorRecord> read_error_file(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) throw ConfigError(path + ": not a regular file, not an error record");
   try {
-    return parse_error_file(read_small_file(path, kMaxRecordBytes), path);
+    return parse_error_file(read_file(path, kMaxRecordBytes), path);
   } catch (const DataError& e) {
     throw ConfigError(e.what());  // one class for every unusable record (docs: error files)
   }

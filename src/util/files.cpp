@@ -76,10 +76,21 @@ std::optional<pid_t> temp_file_writer(const std::string& file_name) {
   return static_cast<pid_t>(*pid);
 }
 
-std::string read_small_file(const std::string& path, size_t max_bytes) {
+namespace {
+
+// The read behind read_file and read_file_bytes, into either buffer without a copy between them.
+template <typename Buffer>
+Buffer read_whole(const std::string& path, size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DataError("cannot read " + path + ": open failed: " + reason(errno));
-  std::string text;
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) throw DataError(path + ": file not found");
+    throw DataError(path + ": cannot open (" + reason(err) + ")");
+  }
+  Buffer out;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) <= max_bytes)
+    out.reserve(static_cast<size_t>(st.st_size));  // one allocation; the read loop still decides
   char buf[65536];
   while (true) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
@@ -87,17 +98,36 @@ std::string read_small_file(const std::string& path, size_t max_bytes) {
     if (n < 0) {
       const int err = errno;
       ::close(fd);
-      throw DataError("cannot read " + path + ": read failed: " + reason(err));
+      throw DataError(path + ": read failed after " + std::to_string(out.size()) + " bytes (" + reason(err) + ")");
     }
     if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > max_bytes) {
+    if (static_cast<size_t>(n) > max_bytes - out.size()) {
       ::close(fd);
       throw DataError(path + ": more than " + std::to_string(max_bytes) + " bytes, larger than such a file may be");
     }
+    out.insert(out.end(), buf, buf + n);
   }
   ::close(fd);
-  return text;
+  return out;
+}
+
+}  // namespace
+
+std::string read_file(const std::string& path, size_t max_bytes) { return read_whole<std::string>(path, max_bytes); }
+
+std::vector<uint8_t> read_file_bytes(const std::string& path, size_t max_bytes) {
+  return read_whole<std::vector<uint8_t>>(path, max_bytes);
+}
+
+bool is_regular_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return name;
+  if (dir.back() == '/') return dir + name;
+  return dir + "/" + name;
 }
 
 void write_file_atomically(const std::string& path, std::initializer_list<std::string_view> parts,

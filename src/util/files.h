@@ -1,5 +1,5 @@
 #pragma once
-// Folders and atomic file writes, written once. Every failure is a DataError naming the path, the
+// Folders, whole-file reads and atomic file writes, written once. Every failure is a DataError naming the path, the
 // step that failed and the system's reason (strerror); callers that report another class (ddprun's
 // --log-dir is a ConfigError) catch and rethrow.
 //
@@ -7,10 +7,12 @@
 //   write_file_atomically(dir + "/model.pt", {header, payload});
 #include <sys/types.h>
 
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ddp::util {
 
@@ -21,10 +23,24 @@ bool is_directory(const std::string& path);
 /// but is not a folder, or a step that cannot be created, is a DataError.
 void make_dirs(const std::string& dir);
 
-/// The whole of the file at `path`, which may hold at most `max_bytes` (config files, records other
-/// programs wrote): read in pieces, so an endless or huge file costs at most that much. DataError
-/// naming the path when it cannot be opened or read, or holds more.
-std::string read_small_file(const std::string& path, size_t max_bytes);
+/// read_file's "no limit".
+inline constexpr size_t kAnySize = SIZE_MAX;
+
+/// The whole of the file at `path`, read in pieces to its end (so /proc files and pipes read whole
+/// too), holding at most `max_bytes` (config files, records other programs wrote: an endless or huge
+/// file costs at most that much). The one whole-file read of the project. DataError naming the path:
+/// "PATH: file not found", "PATH: cannot open (reason)", "PATH: read failed after N bytes (reason)",
+/// "PATH: more than N bytes, larger than such a file may be".
+std::string read_file(const std::string& path, size_t max_bytes = kAnySize);
+
+/// read_file as bytes, for the decoders that take uint8_t.
+std::vector<uint8_t> read_file_bytes(const std::string& path, size_t max_bytes = kAnySize);
+
+/// True when `path` exists and is a regular file (a symlink to one counts).
+bool is_regular_file(const std::string& path);
+
+/// "dir/name" without doubling the slash; `name` alone when `dir` is empty.
+std::string join_path(const std::string& dir, const std::string& name);
 
 /// How hard write_file_atomically works to make the new file survive a power cut.
 enum class Durability {

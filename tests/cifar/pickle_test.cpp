@@ -8,7 +8,7 @@
 #include "data/cifar/cifar_files.h"
 #include "data/cifar/pickle_reader.h"
 #include "data/cifar/pickle_writer.h"
-#include "data/common/file_bytes.h"
+#include "util/files.h"
 #include "support/subprocess.h"
 
 using cifar_test::expect_data_error;
@@ -32,10 +32,10 @@ class PythonPickles : public ::testing::Test {
     delete dir_;
     dir_ = nullptr;
   }
-  static CifarRecords expected() { return parse_cifar_pickle(ddp::data::read_file_bytes(source_), source_); }
+  static CifarRecords expected() { return parse_cifar_pickle(ddp::util::read_file_bytes(source_), source_); }
   static CifarRecords read(const std::string& rel) {
     std::string path = dir_->path + "/" + rel;
-    return parse_cifar_pickle(ddp::data::read_file_bytes(path), path);
+    return parse_cifar_pickle(ddp::util::read_file_bytes(path), path);
   }
   static cifar_test::TempDir* dir_;
   static std::string source_;
@@ -87,7 +87,7 @@ TEST_F(PythonPickles, EveryDefectIsADataErrorNamingIt) {
 
 TEST(PickleReader, TruncatedAnywhereIsADataError) {
   const std::string path = cifar_test::small_dataset() + "/cifar-10-batches-py/test_batch";
-  std::vector<uint8_t> bytes = ddp::data::read_file_bytes(path);
+  std::vector<uint8_t> bytes = ddp::util::read_file_bytes(path);
   // Cut inside the header, inside the pixel string, inside the label list, and just before STOP.
   for (size_t keep : {size_t{1}, size_t{40}, size_t{300}, bytes.size() / 2, bytes.size() - 200, bytes.size() - 1}) {
     SCOPED_TRACE(keep);
@@ -99,7 +99,7 @@ TEST(PickleReader, TruncatedAnywhereIsADataError) {
 
 TEST(PickleReader, UnknownOpcodeAndProtocolAreNamed) {
   const std::string path = cifar_test::small_dataset() + "/cifar-10-batches-py/test_batch";
-  std::vector<uint8_t> bytes = ddp::data::read_file_bytes(path);
+  std::vector<uint8_t> bytes = ddp::util::read_file_bytes(path);
   std::vector<uint8_t> bad = bytes;
   bad[2] = 0xff;  // EMPTY_DICT -> not an opcode
   expect_data_error([&] { parse_cifar_pickle(bad, "op.pkl"); }, {"op.pkl", "offset 2", "unsupported pickle opcode 0xff"});

@@ -7,6 +7,7 @@
 #include "data/ranzcr/split.h"
 #include "data/ranzcr/synthetic.h"
 #include "support/multiprocess.h"
+#include "util/files.h"
 
 #include <ddp/errors.h>
 #include <gtest/gtest.h>
@@ -241,7 +242,7 @@ TEST(RanzcrImage, JpegDimensionsAndReducedDecoding) {
     for (int x = 0; x < img.cols; ++x) img.at<uint8_t>(y, x) = static_cast<uint8_t>((x / 8 + y / 5) % 256);
   cv::GaussianBlur(img, img, cv::Size(9, 9), 0);
   ASSERT_TRUE(cv::imwrite(dir + "/a.jpg", img, {cv::IMWRITE_JPEG_QUALITY, 95}));
-  auto bytes = read_file(dir + "/a.jpg");
+  auto bytes = ddp::util::read_file_bytes(dir + "/a.jpg");
   int w = 0, h = 0;
   ASSERT_TRUE(jpeg_dimensions(bytes.data(), bytes.size(), &w, &h));
   EXPECT_EQ(w, 2048);
@@ -354,7 +355,7 @@ TEST(RanzcrCache, AnEntryWrittenBeforeZlibIsStillValid) {
   ImageCache cache(dir, 24);
   const std::string entry = cache.entry_path("v1");
   fs::copy_file(fixtures + "/cache_v1_24.u8", entry);
-  const std::vector<uint8_t> bytes = read_file(entry);
+  const std::vector<uint8_t> bytes = ddp::util::read_file_bytes(entry);
   ASSERT_EQ(bytes.size(), 48u + 24u * 24u);
   // The old function's value for these pixels, as stored in the header.
   EXPECT_EQ(crc32(bytes.data() + 48, 24 * 24), 0xFD6232BAu);
@@ -536,7 +537,7 @@ TEST(RanzcrCache, AWriteFailureReturnsTheDecodedImage) {
 // bounds of every length it reads (each prefix of a valid file is walked without error).
 TEST(RanzcrImage, JpegHeaderWalkRefusesTruncatedAndOversizedImages) {
   auto data = synthetic_dataset();
-  const std::vector<uint8_t> bytes = read_file(data->image_path(0));
+  const std::vector<uint8_t> bytes = ddp::util::read_file_bytes(data->image_path(0));
   JpegInfo info = read_jpeg_header(bytes.data(), bytes.size());
   EXPECT_TRUE(info.is_jpeg);
   EXPECT_GT(info.width, 0);

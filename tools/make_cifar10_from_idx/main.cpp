@@ -11,7 +11,7 @@
 #include <iostream>
 
 #include "data/cifar/cifar_from_idx.h"
-#include "data/common/file_bytes.h"
+#include "util/files.h"
 #include "data/idx/idx_file.h"
 #include "util/cli.h"
 
@@ -22,11 +22,11 @@ constexpr const char* kDefaultSource = "/usr/share/datasets/fashion-mnist";
 // The IDX file `stem` under `dir`, compressed or not.
 std::string find_idx(const std::string& dir, const std::string& stem) {
   for (const char* suffix : {".gz", ""}) {
-    const std::string path = ddp::data::join_path(dir, stem + suffix);
-    if (ddp::data::is_regular_file(path)) return path;
+    const std::string path = ddp::util::join_path(dir, stem + suffix);
+    if (ddp::util::is_regular_file(path)) return path;
   }
   std::string hint = dir == kDefaultSource ? " (Debian: apt-get install dataset-fashion-mnist)" : "";
-  throw ddp::DataError(ddp::data::join_path(dir, stem) + "[.gz]: not found" + hint);
+  throw ddp::DataError(ddp::util::join_path(dir, stem) + "[.gz]: not found" + hint);
 }
 
 std::vector<std::string> split_names(const std::string& list) {

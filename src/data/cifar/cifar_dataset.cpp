@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "data/cifar/cifar_files.h"
-#include "data/common/file_bytes.h"
 #include "util/files.h"
 
 namespace ddp::data::cifar {
@@ -18,34 +17,34 @@ const char* to_string(CifarLayout layout) { return layout == CifarLayout::kBinar
 CifarLocation locate_cifar10(const std::string& data_dir) {
   if (data_dir.empty()) throw ConfigError("CIFAR-10 data directory is empty (pass --data-dir)");
   if (!util::is_directory(data_dir)) throw DataError(data_dir + ": CIFAR-10 data directory not found");
-  const std::string bin = join_path(data_dir, "cifar-10-batches-bin");
-  const std::string py = join_path(data_dir, "cifar-10-batches-py");
+  const std::string bin = util::join_path(data_dir, "cifar-10-batches-bin");
+  const std::string py = util::join_path(data_dir, "cifar-10-batches-py");
   if (util::is_directory(bin)) {
     if (util::is_directory(py)) DDP_LOG(INFO) << data_dir << " holds both CIFAR-10 layouts; reading the binary one";
     return {bin, CifarLayout::kBinary};
   }
   if (util::is_directory(py)) return {py, CifarLayout::kPython};
   // The folder itself may be a batch folder.
-  if (is_regular_file(join_path(data_dir, "data_batch_1.bin"))) return {data_dir, CifarLayout::kBinary};
-  if (is_regular_file(join_path(data_dir, "data_batch_1"))) return {data_dir, CifarLayout::kPython};
+  if (util::is_regular_file(util::join_path(data_dir, "data_batch_1.bin"))) return {data_dir, CifarLayout::kBinary};
+  if (util::is_regular_file(util::join_path(data_dir, "data_batch_1"))) return {data_dir, CifarLayout::kPython};
   throw DataError(data_dir + ": no CIFAR-10 data (expected a cifar-10-batches-bin/ or cifar-10-batches-py/ folder in it)");
 }
 
 std::vector<std::string> cifar10_train_files(const CifarLocation& loc) {
   std::vector<std::string> files;
   const char* suffix = loc.layout == CifarLayout::kBinary ? ".bin" : "";
-  for (int i = 1; i <= 5; ++i) files.push_back(join_path(loc.folder, "data_batch_" + std::to_string(i) + suffix));
+  for (int i = 1; i <= 5; ++i) files.push_back(util::join_path(loc.folder, "data_batch_" + std::to_string(i) + suffix));
   return files;
 }
 
 std::string cifar10_test_file(const CifarLocation& loc) {
-  return join_path(loc.folder, loc.layout == CifarLayout::kBinary ? "test_batch.bin" : "test_batch");
+  return util::join_path(loc.folder, loc.layout == CifarLayout::kBinary ? "test_batch.bin" : "test_batch");
 }
 
 namespace {
 
 CifarRecords read_batch(const std::string& path, CifarLayout layout) {
-  std::vector<uint8_t> bytes = read_file_bytes(path);
+  std::vector<uint8_t> bytes = util::read_file_bytes(path);
   return layout == CifarLayout::kBinary ? parse_cifar_binary(bytes, path) : parse_cifar_pickle(bytes, path);
 }
 

@@ -7,7 +7,6 @@
 
 #include "data/cifar/cifar_files.h"
 #include "data/cifar/pickle_writer.h"
-#include "data/common/file_bytes.h"
 #include "util/files.h"
 
 namespace ddp::data::cifar {
@@ -61,26 +60,26 @@ void write_cifar10_layout(const CifarLayoutFiles& f) {
   for (int b = 0; b < kTrainFiles; ++b) begin[b + 1] = begin[b] + per_file;
 
   if (f.binary) {
-    const std::string dir = join_path(f.out_dir, "cifar-10-batches-bin");
+    const std::string dir = util::join_path(f.out_dir, "cifar-10-batches-bin");
     util::make_dirs(dir);
     for (int b = 0; b < kTrainFiles; ++b)
-      write_cifar_file(join_path(dir, "data_batch_" + std::to_string(b + 1) + ".bin"),
+      write_cifar_file(util::join_path(dir, "data_batch_" + std::to_string(b + 1) + ".bin"),
                  binary_records(*f.train, begin[b], begin[b + 1] - begin[b]));
-    write_cifar_file(join_path(dir, "test_batch.bin"), binary_records(*f.test, 0, f.test->count));
+    write_cifar_file(util::join_path(dir, "test_batch.bin"), binary_records(*f.test, 0, f.test->count));
     std::string meta;
     for (const auto& n : f.class_names) meta += n + "\n";
-    write_cifar_file(join_path(dir, "batches.meta.txt"), meta);
+    write_cifar_file(util::join_path(dir, "batches.meta.txt"), meta);
   }
   if (f.python) {
-    const std::string dir = join_path(f.out_dir, "cifar-10-batches-py");
+    const std::string dir = util::join_path(f.out_dir, "cifar-10-batches-py");
     util::make_dirs(dir);
     for (int b = 0; b < kTrainFiles; ++b) {
       const std::string label = "training batch " + std::to_string(b + 1) + " of 5";
-      write_cifar_file(join_path(dir, "data_batch_" + std::to_string(b + 1)),
+      write_cifar_file(util::join_path(dir, "data_batch_" + std::to_string(b + 1)),
                  python_batch(*f.train, begin[b], begin[b + 1] - begin[b], label, f.train_name_prefix));
     }
-    write_cifar_file(join_path(dir, "test_batch"), python_batch(*f.test, 0, f.test->count, "testing batch 1 of 1", f.test_name_prefix));
-    write_cifar_file(join_path(dir, "batches.meta"), cifar_meta_pickle(begin[1], f.class_names));
+    write_cifar_file(util::join_path(dir, "test_batch"), python_batch(*f.test, 0, f.test->count, "testing batch 1 of 1", f.test_name_prefix));
+    write_cifar_file(util::join_path(dir, "batches.meta"), cifar_meta_pickle(begin[1], f.class_names));
   }
 }
 

@@ -3,7 +3,7 @@
 // *-idx?-ubyte.gz). Bytes that do not start with the gzip magic come back unchanged, so a reader
 // accepts a file whether or not the user unpacked it.
 //
-//   std::vector<uint8_t> raw = ddp::data::gunzip_if_gzip(read_file_bytes(path), path, 1 << 30);
+//   std::vector<uint8_t> raw = ddp::data::gunzip_if_gzip(util::read_file_bytes(path), path, 1 << 30);
 
 #include <cstddef>
 #include <cstdint>

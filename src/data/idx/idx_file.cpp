@@ -2,7 +2,7 @@
 
 #include <ddp/errors.h>
 
-#include "data/common/file_bytes.h"
+#include "util/files.h"
 #include "data/common/gzip.h"
 
 namespace ddp::data {
@@ -58,7 +58,7 @@ IdxArray parse_idx(const uint8_t* bytes, size_t size, const std::string& what) {
 }
 
 IdxArray read_idx_file(const std::string& path) {
-  std::vector<uint8_t> raw = gunzip_if_gzip(read_file_bytes(path), path, kMaxFileBytes);
+  std::vector<uint8_t> raw = gunzip_if_gzip(util::read_file_bytes(path), path, kMaxFileBytes);
   size_t header = 0;
   IdxArray out;
   out.dims = parse_header(raw.data(), raw.size(), path, &header);

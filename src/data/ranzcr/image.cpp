@@ -1,6 +1,7 @@
 #include "data/ranzcr/image.h"
 
 #include "data/ranzcr/jpeg_header.h"
+#include "util/files.h"
 
 #include <ddp/errors.h>
 
@@ -9,7 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 namespace ddp::data::ranzcr {
 
@@ -27,18 +27,6 @@ int decode_reduction(int width, int height, int target) {
     if ((shorter + f - 1) / f >= target) return f;
   }
   return 1;
-}
-
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw ddp::DataError("cannot open image '" + path + "'");
-  const std::streamsize n = in.tellg();
-  std::vector<uint8_t> bytes(static_cast<size_t>(std::max<std::streamsize>(n, 0)));
-  in.seekg(0);
-  if (n > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), n)) {
-    throw ddp::DataError("cannot read image '" + path + "'");
-  }
-  return bytes;
 }
 
 cv::Mat decode_resized(const std::vector<uint8_t>& bytes, int size, const std::string& what) {
@@ -72,7 +60,7 @@ cv::Mat decode_resized(const std::vector<uint8_t>& bytes, int size, const std::s
 }
 
 cv::Mat decode_resized(const std::string& path, int size) {
-  return decode_resized(read_file(path), size, "'" + path + "'");
+  return decode_resized(util::read_file_bytes(path), size, "'" + path + "'");
 }
 
 void to_input(const cv::Mat& image, float* out, const AugmentOptions* augment, Rng* rng) {

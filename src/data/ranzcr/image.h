@@ -50,9 +50,6 @@ cv::Mat decode_resized(const std::vector<uint8_t>& bytes, int size, const std::s
 /// Reads and decodes a file. DataError naming the file when missing, unreadable or undecodable.
 cv::Mat decode_resized(const std::string& path, int size);
 
-/// Reads a whole file; DataError naming it when missing or unreadable.
-std::vector<uint8_t> read_file(const std::string& path);
-
 /// Writes `image` (CV_8UC1, size x size) as size*size floats to `out`, normalised with
 /// kPixelMean/kPixelStd; with `augment` (and `rng`) the training augmentation is applied first.
 void to_input(const cv::Mat& image, float* out, const AugmentOptions* augment = nullptr, Rng* rng = nullptr);

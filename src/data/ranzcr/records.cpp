@@ -10,7 +10,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "data/common/file_bytes.h"
+#include "util/files.h"
 #include "util/files.h"
 #include "util/numbers.h"
 
@@ -86,7 +86,7 @@ std::vector<std::string> split_csv_line(const std::string& line, bool* untermina
 std::vector<Record> read_train_csv(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ddp::DataError("cannot open label file '" + path + "'");
-  if (!ddp::data::is_regular_file(path)) throw ddp::DataError("label file '" + path + "' is not a regular file");
+  if (!ddp::util::is_regular_file(path)) throw ddp::DataError("label file '" + path + "' is not a regular file");
   return parse_train_csv(in, path);
 }
 

@@ -1,11 +1,7 @@
 #include "ddp/checkpoint/checkpoint_file.h"
 
 #include <ddp/errors.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -28,8 +24,6 @@ std::string hex32(uint32_t v) {
   std::snprintf(buf, sizeof buf, "0x%08x", v);
   return buf;
 }
-
-std::string errno_text(int err) { return std::strerror(err); }
 
 }  // namespace
 
@@ -77,32 +71,6 @@ std::string_view verified_payload(const std::string& path, std::string_view byte
     throw fail("payload checksum mismatch (CRC32C stored " + hex32(stored) + ", computed " +
                hex32(computed) + "): the file is corrupt");
   return payload;
-}
-
-std::string read_whole_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DataError("checkpoint " + path + ": cannot open: " + errno_text(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw DataError("checkpoint " + path + ": not a regular file");
-  }
-  std::string out;
-  out.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      throw DataError("checkpoint " + path + ": read failed: " + errno_text(err));
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
 }
 
 }  // namespace ddp::detail

@@ -24,7 +24,4 @@ std::string make_checkpoint_header(std::string_view payload);
 /// "<path>: <what is wrong>" (truncated, bad magic, checksum mismatch, ...).
 std::string_view verified_payload(const std::string& path, std::string_view file_bytes);
 
-/// The whole file. DataError naming the file and the errno text.
-std::string read_whole_file(const std::string& path);
-
 }  // namespace ddp::detail

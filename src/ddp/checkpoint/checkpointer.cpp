@@ -94,7 +94,7 @@ void parse_payload(OpenedCheckpoint& ck, const std::string& path, std::string_vi
 
 std::unique_ptr<OpenedCheckpoint> open_checkpoint(const std::string& path) {
   auto ck = std::make_unique<OpenedCheckpoint>();
-  ck->bytes = detail::read_whole_file(path);
+  ck->bytes = util::read_file(path);
   std::string_view payload = detail::verified_payload(path, ck->bytes);
   try {
     parse_payload(*ck, path, payload);
