@@ -13,16 +13,15 @@
 //   auto resumed = ckpt.resume(flags.resume, *net, &optimizer);
 //
 // Trainers with their own argv parser call flags.set(name, value) for each flag instead.
-// Header-only, so libddp itself does not depend on cxxopts.
+// add_to() and from() are inline, so libddp itself does not depend on cxxopts; set() is libddp's.
 
 #include <ddp/checkpoint.h>
-#include <ddp/errors.h>
+#include <ddp/errors.h>  // the ConfigError set() and from() throw
+#include <ddp/export.h>
 
 #include <cxxopts.hpp>
 
-#include <cerrno>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 namespace ddp {
@@ -55,35 +54,11 @@ struct CheckpointFlags {
   }
 
   /// Sets one flag by name (without leading dashes). False when `name` is not one of these flags;
-  /// ConfigError when the value is bad.
-  bool set(const std::string& name, const std::string& value) {
-    if (name == "checkpoint-dir") {
-      dir = value;
-    } else if (name == "checkpoint-every") {
-      every = parse_count("--checkpoint-every", value);
-    } else if (name == "checkpoint-keep") {
-      keep = static_cast<int>(parse_count("--checkpoint-keep", value, 1000000));
-    } else if (name == "resume") {
-      if (value.empty()) throw ConfigError("--resume is empty: expected auto, none or a checkpoint file");
-      resume = value;
-    } else {
-      return false;
-    }
-    return true;
-  }
+  /// ConfigError naming the flag and the value when the value is bad (libddp: its numbers are read
+  /// as every other flag's are).
+  DDP_API bool set(const std::string& name, const std::string& value);
 
   CheckpointOptions options() const { return CheckpointOptions().dir(dir).every(every).keep(keep); }
-
- private:
-  static int64_t parse_count(const std::string& flag, const std::string& value,
-                             int64_t max = INT64_C(1) << 40) {
-    errno = 0;
-    char* end = nullptr;
-    long long v = std::strtoll(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || errno == ERANGE || v < 0 || v > max)
-      throw ConfigError(flag + "='" + value + "' is not a count in 0.." + std::to_string(max));
-    return v;
-  }
 };
 
 }  // namespace ddp
