@@ -2,8 +2,8 @@
 
 #include <ddp/errors.h>
 
-#include "util/files.h"
 #include "data/common/gzip.h"
+#include "util/files.h"
 
 namespace ddp::data {
 namespace {
