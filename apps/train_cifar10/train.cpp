@@ -81,8 +81,11 @@ class Trainer {
   /// Resume, the epoch loop, the final save. The exit code.
   int run() {
     const auto run_start = Clock::now();
-    if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *model_.module(), optimizer_.get()))
+    if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *model_.module(), optimizer_.get())) {
       progress_ = resumed->progress;
+      // An elastic job resumed at another size: the rest of the epoch goes to the ranks there are now.
+      progress_.change_world_size(resumed->world_size, pg_->size(), sampler_.size());
+    }
     reporter_.start(progress_.global_step);
     bool out_of_steps = false;
     while (progress_.epoch < o_.epochs && !out_of_steps) {
@@ -102,6 +105,7 @@ class Trainer {
   /// The optimizer steps of one epoch (from progress_, so a resumed epoch continues mid-way).
   EpochEnd train_epoch() {
     sampler_.set_epoch(progress_.epoch);
+    sampler_.set_epoch_offset(progress_.epoch_offset);
     sampler_.set_start_index(progress_.samples_in_epoch);
     train_loader_.start_epoch(progress_.epoch, sampler_.indices(), /*first_batch=*/0);
     model_.module()->train();

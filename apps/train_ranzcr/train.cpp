@@ -143,7 +143,11 @@ class Trainer {
   /// Resume, the epoch loop, the final save. The exit code.
   int run() {
     // The Checkpointer logs which file it resumed from (or why it starts fresh).
-    if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *net_, optimizer_.get())) progress_ = resumed->progress;
+    if (auto resumed = checkpointer_.resume(o_.checkpoint.resume, *net_, optimizer_.get())) {
+      progress_ = resumed->progress;
+      // An elastic job resumed at another size: the rest of the epoch goes to the ranks there are now.
+      progress_.change_world_size(resumed->world_size, pg_.size(), static_cast<int64_t>(data_.split.train.size()));
+    }
     reporter_.start(progress_.global_step);
     ddp::DistributedDataParallel<Model> model(net_, session_.pg,
                                               ddp::DistributedDataParallelOptions().static_graph(o_.runtime.static_graph()));
@@ -180,6 +184,7 @@ class Trainer {
                        const LrSchedule& schedule, EpochMetrics* m) {
     const int64_t epoch = progress_.epoch;
     sampler.set_epoch(epoch);
+    sampler.set_epoch_offset(progress_.epoch_offset);
     sampler.set_start_index(progress_.samples_in_epoch);
     std::vector<int64_t> indices;
     for (int64_t pos : sampler.indices()) indices.push_back(data_.split.train[static_cast<size_t>(pos)]);

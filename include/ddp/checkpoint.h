@@ -60,7 +60,10 @@ struct DDP_API TrainingProgress {
   int64_t epoch = 0;             ///< epoch in progress, 0-based
   int64_t step_in_epoch = 0;     ///< optimizer steps finished in this epoch
   int64_t global_step = 0;       ///< optimizer steps finished since the start of training
-  int64_t samples_in_epoch = 0;  ///< this rank's samples consumed in this epoch (sampler start offset)
+  int64_t samples_in_epoch = 0;  ///< this rank's samples consumed in this epoch (sampler start index)
+  /// Positions of this epoch's order consumed by a world of another size before this one took over
+  /// (DistributedSampler::set_epoch_offset); 0 unless an elastic job changed size mid-epoch.
+  int64_t epoch_offset = 0;
 
   /// One optimizer step done on `batch_samples` samples of this rank.
   void step_done(int64_t batch_samples) {
@@ -73,7 +76,14 @@ struct DDP_API TrainingProgress {
     ++epoch;
     step_in_epoch = 0;
     samples_in_epoch = 0;
+    epoch_offset = 0;
   }
+  /// Resumed by `world` ranks from a checkpoint that `saved_world` ranks wrote: when the sizes
+  /// differ, the positions of the epoch's order consumed so far (epoch_offset + samples_in_epoch x
+  /// saved_world, at most `epoch_size`, the dataset's length) become the epoch offset and every rank
+  /// starts the rest at 0, so no sample of the epoch is trained twice or skipped. Returns true when
+  /// it changed anything. step_in_epoch and global_step go on counting.
+  bool change_world_size(int64_t saved_world, int64_t world, int64_t epoch_size);
   /// "epoch 3 step 17 (global 1041, 2176 samples into the epoch)".
   std::string describe() const;
 };

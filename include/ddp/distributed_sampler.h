@@ -17,6 +17,12 @@
 // indices of this rank's list (the samples it already consumed). state()/load_state() carry both.
 // The start index holds for the current epoch only: set_epoch() with another epoch resets it to 0.
 //
+// Resume at another world size (an elastic job that lost or gained nodes): the ranks of a world of
+// W that each consumed k indices consumed positions 0..k*W-1 of the epoch's order (padding sits at
+// the end). set_epoch_offset(o) deals the rest of the order, from position o, to the current ranks
+// the same way (padded to their multiple, or cut with drop_last), so no sample of the epoch is
+// trained twice or skipped; consumed() gives o. Offset 0 is Python's sampler exactly.
+//
 // For torch::data loaders see <ddp/distributed_sampler_adapter.h>.
 
 #include <ddp/export.h>
@@ -31,6 +37,7 @@ class DDP_API DistributedSampler {
   struct State {
     int64_t epoch = 0;
     int64_t start_index = 0;
+    int64_t epoch_offset = 0;
   };
 
   /// ConfigError when size < 0, num_replicas < 1 or rank is outside [0, num_replicas).
@@ -45,15 +52,26 @@ class DDP_API DistributedSampler {
   void set_start_index(int64_t k);
   int64_t start_index() const { return start_index_; }
 
-  State state() const { return {epoch_, start_index_}; }
+  /// Deals the epoch's order from position `offset` on (0 <= offset <= size()), as the rest of an
+  /// epoch begun by a world of another size; resets the start index. set_epoch() with another epoch
+  /// resets it to 0.
+  void set_epoch_offset(int64_t offset);
+  int64_t epoch_offset() const { return epoch_offset_; }
+  /// Positions of the epoch's order done once each of `world` ranks consumed `per_rank` indices of
+  /// a list dealt from `offset`: min(offset + per_rank * world, size()) — where a world of another
+  /// size goes on (set_epoch_offset).
+  int64_t consumed(int64_t offset, int64_t per_rank, int64_t world) const;
+
+  State state() const { return {epoch_, start_index_, epoch_offset_}; }
   void load_state(const State& state);
 
   /// This rank's indices for the current epoch, from the start index on.
   std::vector<int64_t> indices() const;
 
-  /// Length of this rank's full list per epoch (Python's len(sampler)).
+  /// Length of this rank's full list per epoch (Python's len(sampler)); from the epoch offset on
+  /// when there is one.
   int64_t num_samples() const { return num_samples_; }
-  /// num_samples() * num_replicas(): the padded (or cut) length of the whole epoch.
+  /// num_samples() * num_replicas(): the padded (or cut) length of the whole epoch (from the offset).
   int64_t total_size() const { return num_samples_ * num_replicas_; }
   /// Indices left this epoch: num_samples() - start_index().
   int64_t remaining() const { return num_samples_ - start_index_; }
@@ -66,6 +84,7 @@ class DDP_API DistributedSampler {
   bool drop_last() const { return drop_last_; }
 
  private:
+  int64_t samples_per_rank(int64_t n) const;
   int64_t size_;
   int64_t num_replicas_;
   int64_t rank_;
@@ -75,6 +94,7 @@ class DDP_API DistributedSampler {
   int64_t num_samples_;
   int64_t epoch_ = 0;
   int64_t start_index_ = 0;
+  int64_t epoch_offset_ = 0;
 };
 
 /// The whole epoch's order before padding and striding: randperm(size) seeded with `seed` when

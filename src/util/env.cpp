@@ -88,13 +88,26 @@ HostPort split_host_port(const std::string& name, const std::string& value) {
   return hp;
 }
 
-int parse_node_count(const std::string& name, const std::string& value) {
+NodeRange parse_node_range(const std::string& name, const std::string& value) {
   const auto colon = value.find(':');
-  if (colon == std::string::npos) return static_cast<int>(parse_int(name, value, 1, kMaxRanks));
-  const long long lo = parse_int(name, value.substr(0, colon), 1, kMaxRanks);
-  const long long hi = parse_int(name, value.substr(colon + 1), 1, kMaxRanks);
-  if (lo != hi) throw ConfigError(name + "='" + printable(value) + "' is an elastic range; ddp runs a fixed number of nodes");
-  return static_cast<int>(lo);
+  if (colon == std::string::npos) {
+    const int n = static_cast<int>(parse_int(name, value, 1, kMaxRanks));
+    return {n, n};
+  }
+  const int lo = static_cast<int>(parse_int(name, value.substr(0, colon), 1, kMaxRanks));
+  const int hi = static_cast<int>(parse_int(name, value.substr(colon + 1), 1, kMaxRanks));
+  if (lo > hi)
+    throw ConfigError(name + "='" + printable(value) + "' is not MIN:MAX with MIN <= MAX (" + std::to_string(lo) +
+                      " > " + std::to_string(hi) + ")");
+  return {lo, hi};
+}
+
+int parse_node_count(const std::string& name, const std::string& value) {
+  const NodeRange r = parse_node_range(name, value);
+  if (r.min != r.max)
+    throw ConfigError(name + "='" + printable(value) +
+                      "' is an elastic range, which only a launcher's rendezvous can run (ddprun --rdzv-backend c10d)");
+  return r.min;
 }
 
 }  // namespace ddp::util

@@ -41,8 +41,16 @@ struct HostPort {
 };
 HostPort split_host_port(const std::string& name, const std::string& value);
 
-/// A node count as torchrun spells it, "N" or "MIN:MAX"; ddp runs a fixed number of nodes, so a
-/// range is accepted only when MIN == MAX.
+/// A node count as torchrun spells it, "N" or "MIN:MAX" (1 <= MIN <= MAX): the elastic range ddprun's
+/// c10d rendezvous runs with. "N" is N:N.
+struct NodeRange {
+  int min = 1;
+  int max = 1;
+};
+NodeRange parse_node_range(const std::string& name, const std::string& value);
+
+/// A fixed node count, "N" or "N:N": what a process started without a launcher can use (only a
+/// launcher's rendezvous can run an elastic range).
 int parse_node_count(const std::string& name, const std::string& value);
 
 /// The most ranks (and nodes) ddp accepts anywhere: bounds for the range checks.

@@ -174,6 +174,16 @@ DDP_TEST_WORKER(graceful) {
   return ddp::stop_exit_code();
 }
 
+// Appends "<RANK> <GROUP_RANK> <GROUP_WORLD_SIZE> <WORLD_SIZE> <LOCAL_RANK>" to $STARTS_FILE.
+DDP_TEST_WORKER(group_report) {
+  std::string line;
+  for (const char* v : {"RANK", "GROUP_RANK", "GROUP_WORLD_SIZE", "WORLD_SIZE", "LOCAL_RANK"})
+    line += env_or(v, "?") + (std::string(v) == "LOCAL_RANK" ? "\n" : " ");
+  std::ofstream(env_or("STARTS_FILE", ""), std::ios::app) << line << std::flush;
+  std::this_thread::sleep_for(300ms);
+  return 0;
+}
+
 // ---- tests --------------------------------------------------------------------------------------
 
 TEST_F(Ddprun, GivesEveryWorkerTorchrunsEnvironmentAndPrefixesItsOutput) {
@@ -471,7 +481,7 @@ TEST_F(Ddprun, NodesStartedWithDifferentSettingsAllExit2) {
   auto node1 = node(1, "3");
   EXPECT_EQ(node1->wait(60s), 2) << node1->output();
   EXPECT_EQ(node0->wait(60s), 2) << node0->output();
-  EXPECT_NE(node1->output().find("every node needs the same --nnodes, --max-restarts and --restart-on"), std::string::npos)
+  EXPECT_NE(node1->output().find("every node needs the same --nnodes, --max-restarts, --restart-on and --rdzv-backend"), std::string::npos)
       << node1->output();
   EXPECT_NE(node0->output().find("the job was ended by another node"), std::string::npos) << node0->output();
 }
@@ -483,4 +493,33 @@ TEST_F(Ddprun, ANodeThatCannotReachTheStoreExits202) {
   EXPECT_EQ(p.wait(60s), 202) << p.output();
   EXPECT_NE(p.output().find("could not reach the store at 127.0.0.1:" + std::to_string(port)), std::string::npos)
       << p.output();
+}
+
+// torchrun's standard multi-node command line, the same on every node: no node rank; the c10d
+// rendezvous hands them out, and the nodes on the endpoint's machine (all of them, on loopback)
+// settle which one hosts the store. A fourth node finds the round full, waits, and leaves when the
+// job is over (torch's redundancy list).
+TEST_F(Ddprun, TorchrunsMultiNodeLineGetsNodeRanksFromTheC10dRendezvous) {
+  int port = ddp::testing::free_port();
+  std::vector<std::unique_ptr<Subprocess>> nodes;
+  for (int i = 0; i < 4; ++i) {
+    nodes.push_back(std::make_unique<Subprocess>(
+        ddprun_args({"--nnodes", "3", "--nproc-per-node", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                     "127.0.0.1:" + std::to_string(port), "--rdzv-id", "job1", "--join-timeout", "60"}),
+        env({{"DDP_TEST_WORKER", "group_report"}})));
+    if (i == 2) std::this_thread::sleep_for(100ms);  // most often the fourth is the late one; any may be
+  }
+  int hosts = 0, waited = 0;
+  for (auto& n : nodes) {
+    EXPECT_EQ(n->wait(90s), 0) << n->output();
+    hosts += count_of(n->output(), "store listening on port");
+    waited += count_of(n->output(), "the job finished while this node waited for a round to take it");
+  }
+  EXPECT_EQ(hosts, 1);
+  EXPECT_EQ(waited, 1);
+  std::set<std::string> lines = starts(starts_file);
+  std::set<std::string> expected;
+  for (int rank = 0; rank < 6; ++rank)  // node k runs ranks 2k, 2k+1: the same rank never twice
+    expected.insert(std::to_string(rank) + " " + std::to_string(rank / 2) + " 3 6 " + std::to_string(rank % 2));
+  EXPECT_EQ(lines, expected);
 }

@@ -176,10 +176,12 @@ TEST(LaunchConfig, RdzvConfKeysWorkOrAreNamedNeverDropped) {
   auto c = parse({"--rdzv-conf", "join_timeout=90, read_timeout=7.5,last_call_timeout=30,is_host=false", "true"});
   EXPECT_EQ(c.join_timeout, std::chrono::seconds(90));
   EXPECT_EQ(c.store_timeout, std::chrono::milliseconds(7500));
-  ASSERT_EQ(c.notes.size(), 2u);
-  EXPECT_NE(c.notes[0].find("--rdzv-conf: last_call_timeout=30 has no effect: an elastic round's last call"),
-            std::string::npos) << c.notes[0];
-  EXPECT_NE(c.notes[1].find("is_host=false has no effect"), std::string::npos) << c.notes[1];
+  ASSERT_EQ(c.notes.size(), 2u);  // the c10d rendezvous's keys, given to a static one
+  EXPECT_EQ(c.notes[0], "--rdzv-conf: last_call_timeout has no effect: the static rendezvous waits for all 1 node(s)");
+  EXPECT_EQ(c.notes[1], "--rdzv-conf: is_host has no effect: the static rendezvous's store is in node 0's ddprun");
+  auto e = parse({"--rdzv-conf", "heartbeat_timeout=9", "true"});
+  ASSERT_EQ(e.notes.size(), 1u);
+  EXPECT_NE(e.notes[0].find("--rdzv-conf: heartbeat_timeout=9 has no effect"), std::string::npos) << e.notes[0];
   auto d = parse({"--rdzv_conf=timeout=45", "--join-timeout", "60", "true"});  // the flag wins, and says so
   EXPECT_EQ(d.join_timeout, std::chrono::seconds(60));
   ASSERT_EQ(d.notes.size(), 1u);
@@ -194,17 +196,60 @@ TEST(LaunchConfig, RdzvConfKeysWorkOrAreNamedNeverDropped) {
   EXPECT_HAS(config_error({"true"}, {{"PET_RDZV_CONF", "join_timeout=-1"}}), "PET_RDZV_CONF: join_timeout='-1'");
 }
 
+// torchrun's standard multi-node line: no node rank, the c10d rendezvous hands them out.
+TEST(LaunchConfig, TheC10dRendezvousHandsOutNodeRanksAndTakesAnElasticRange) {
+  auto c = parse({"--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                  "host1:29400", "--rdzv-id", "job7", "true"});
+  EXPECT_TRUE(c.dynamic_rendezvous);
+  EXPECT_EQ(c.min_nodes, 2);
+  EXPECT_EQ(c.nnodes, 2);
+  EXPECT_EQ(c.master_addr, "host1");
+  EXPECT_EQ(c.master_port, 29400);
+  EXPECT_EQ(c.run_id, "job7");
+  EXPECT_EQ(c.node_rank_source, "the c10d rendezvous");
+  EXPECT_EQ(c.last_call, std::chrono::seconds(30));  // torch's default
+  EXPECT_FALSE(c.is_host.has_value());
+  // PyTorchJob's elasticPolicy, as the operator hands it over.
+  auto e = parse({"true"}, {{"PET_NNODES", "1:3"}, {"PET_RDZV_BACKEND", "c10d"}, {"PET_RDZV_ENDPOINT", "job-worker-0:29400"},
+                            {"PET_RDZV_CONF", "last_call_timeout=2.5,is_host=1"}});
+  EXPECT_TRUE(e.dynamic_rendezvous);
+  EXPECT_EQ(e.min_nodes, 1);
+  EXPECT_EQ(e.nnodes, 3);
+  EXPECT_EQ(e.last_call, std::chrono::milliseconds(2500));
+  EXPECT_EQ(e.is_host, std::optional<bool>(true));
+  EXPECT_TRUE(e.notes.empty());
+  // A node rank with an elastic range is torchrun's too: it has no effect, and ddprun says so.
+  auto r = parse({"--nnodes", "1:3", "--node-rank", "2", "--rdzv-backend", "c10d", "--master-addr", "m", "true"});
+  EXPECT_TRUE(r.dynamic_rendezvous);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("--node-rank=2 has no effect"), std::string::npos) << r.notes[0];
+  // With a fixed count and a node rank, c10d keeps the static table (what ddprun always did).
+  auto s = parse({"--nnodes", "2", "--node-rank", "1", "--rdzv-backend", "c10d", "--master-addr", "m", "true"});
+  EXPECT_FALSE(s.dynamic_rendezvous);
+  EXPECT_EQ(s.node_rank, 1);
+  // One node needs no rendezvous at all.
+  EXPECT_FALSE(parse({"--rdzv-backend", "c10d", "true"}).dynamic_rendezvous);
+}
+
 TEST(LaunchConfig, EveryBadValueIsAConfigErrorNamingItsSource) {
   EXPECT_HAS(config_error({"--nproc-per-node", "0", "true"}), "--nproc-per-node='0' is out of range");
   EXPECT_HAS(config_error({"--nproc-per-node", "two", "true"}), "--nproc-per-node='two' is not an integer");
   EXPECT_HAS(config_error({"true"}, {{"PET_NPROC_PER_NODE", "-3"}}), "PET_NPROC_PER_NODE='-3'");
-  EXPECT_HAS(config_error({"true"}, {{"PET_NNODES", "1:4"}}), "PET_NNODES='1:4' is an elastic range");
+  EXPECT_HAS(config_error({"true"}, {{"PET_NNODES", "1:4"}}),
+             "PET_NNODES=1:4 is an elastic range, which needs --rdzv-backend c10d");
+  EXPECT_HAS(config_error({"--nnodes", "3:1", "--rdzv-backend", "c10d", "true"}), "--nnodes='3:1' is not MIN:MAX with MIN <= MAX");
+  EXPECT_HAS(config_error({"--rdzv-backend", "etcd-v2", "true"}), "--rdzv-backend='etcd-v2' is not supported");
+  EXPECT_HAS(config_error({"--nnodes", "1:2", "--rdzv-backend", "c10d", "--rdzv-conf", "is_host=maybe", "--master-addr", "m", "true"}),
+             "--rdzv-conf: is_host='maybe'");
+  EXPECT_HAS(config_error({"--nnodes", "2", "--rdzv-backend", "c10d", "--node-rank", "x", "--master-addr", "m", "true"}),
+             "--node-rank='x' is not an integer");
   EXPECT_HAS(config_error({"--nnodes", "2", "--master-addr", "m", "true"}), "no node rank");
   EXPECT_HAS(config_error({"--nnodes", "2", "--node-rank", "2", "--master-addr", "m", "true"}),
              "--node-rank=2 is not below the node count 2");
   EXPECT_HAS(config_error({"true"}, {{"PET_NNODES", "2"}, {"JOB_COMPLETION_INDEX", "x"}, {"PET_MASTER_ADDR", "m"}}),
              "JOB_COMPLETION_INDEX='x'");
   EXPECT_HAS(config_error({"--nnodes", "2", "--node-rank", "1", "true"}), "needs --master-addr");
+  EXPECT_HAS(config_error({"--nnodes", "1:2", "--rdzv-backend", "c10d", "true"}), "--nnodes=1:2 needs --master-addr");
   EXPECT_HAS(config_error({"--master-port", "70000", "true"}), "--master-port='70000' is out of range");
   EXPECT_HAS(config_error({"--nnodes", "2", "--node-rank", "0", "--master-addr", "m", "--master-port", "0", "true"}),
              "--master-port='0'");

@@ -14,8 +14,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -286,4 +290,133 @@ TEST_F(Resume, AnUnusableResumeFileIsPermanentAndNotRestarted) {
   EXPECT_EQ(p.wait(120s), 2) << p.output();
   EXPECT_NE(p.output().find(bad + ": truncated"), std::string::npos) << p.output();
   EXPECT_EQ(p.output().find("attempt 1"), std::string::npos) << p.output();
+}
+
+namespace {
+
+// One line of the trainer's --record file.
+struct TrainedStep {
+  int64_t attempt, global, epoch, rank, world;
+  std::vector<int64_t> samples;
+};
+
+std::vector<TrainedStep> read_record(const std::string& path) {
+  std::vector<TrainedStep> steps;
+  std::ifstream in(path);
+  const std::regex re(R"(attempt ([0-9]+) global ([0-9]+) epoch ([0-9]+) rank ([0-9]+) world ([0-9]+) samples ([0-9,]+))");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, re)) {
+      ADD_FAILURE() << "bad record line: " << line;
+      continue;
+    }
+    TrainedStep s{std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3]), std::stoll(m[4]), std::stoll(m[5]), {}};
+    std::istringstream list(m[6]);
+    for (std::string i; std::getline(list, i, ',');) s.samples.push_back(std::stoll(i));
+    steps.push_back(std::move(s));
+  }
+  return steps;
+}
+
+// Polls the record until `done` says so (or 90 s pass).
+bool wait_for_record(const std::string& path, const std::function<bool(const std::vector<TrainedStep>&)>& done) {
+  for (int i = 0; i < 9000; ++i) {
+    if (done(read_record(path))) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+}  // namespace
+
+// An elastic job (issue 26): --nnodes 2:3 over the c10d rendezvous, three nodes of one worker each,
+// torchrun's command line on every node. A node is lost mid-epoch (its ddprun and its worker killed
+// -9, as when a machine goes away): the two others restart without it, at world size 2, from the
+// last checkpoint. Then a new node comes: the two re-form the group with it at world size 3 (a
+// membership change, not counted as a restart), and the job finishes.
+//
+// The trainer records the samples of every step. The steps that count are each attempt's steps up to
+// the checkpoint the next attempt resumed from (the ones after it died with the node and were done
+// again). Of those, every epoch must train each of its samples exactly once, but for the padding of
+// the world that ended the epoch (at most world - 1 repeats, as an uninterrupted run at that size
+// has). Resuming each rank at its own start index in the new world's shard instead (what ddp did
+// before) skips samples and repeats others, and fails.
+TEST_F(Resume, AnElasticJobLosesANodeThenGainsOneAndTrainsEverySampleOfTheEpochOnce) {
+  const std::string record = dir + "/record", out = dir + "/elastic.bin";
+  const int64_t samples = 120;
+  int port = ddp::testing::free_port();
+  auto node = [&] {
+    return std::make_unique<Subprocess>(
+        ddprun({"--nnodes", "2:3", "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                "127.0.0.1:" + std::to_string(port), "--rdzv-id", "elastic", "--rdzv-conf", "last_call_timeout=3",
+                "--max-restarts", "3", "--join-timeout", "60"},
+               {kTrainer, "--epochs", "2", "--samples", std::to_string(samples), "--batch-size", "1", "--seed", "5",
+                "--checkpoint-dir", dir + "/ck", "--checkpoint-every", "1", "--step-sleep-ms", "30", "--out", out,
+                "--record", record}));
+  };
+  std::vector<std::unique_ptr<Subprocess>> nodes;
+  for (int i = 0; i < 3; ++i) nodes.push_back(node());
+  ASSERT_TRUE(wait_for_record(record, [](const std::vector<TrainedStep>& s) { return s.size() >= 30; }))
+      << nodes[0]->output();
+  // Lose a node that does not host the store (losing that one ends the job, as in torch).
+  size_t lost = nodes.size();
+  for (size_t i = 0; i < nodes.size() && lost == nodes.size(); ++i)
+    if (nodes[i]->output().find("store listening on port") == std::string::npos) lost = i;
+  ASSERT_LT(lost, nodes.size());
+  const std::string lost_output = nodes[lost]->output();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(lost_output, m, std::regex(R"(\[([0-9]+)\]: pid ([0-9]+) rank)"))) << lost_output;
+  nodes[lost]->kill(SIGKILL);
+  ::kill(static_cast<pid_t>(std::stol(m[2])), SIGKILL);
+  EXPECT_EQ(nodes[lost]->wait(30s), 128 + SIGKILL);
+  // The two others go on at world size 2; once they have, a fourth node comes.
+  ASSERT_TRUE(wait_for_record(record, [](const std::vector<TrainedStep>& s) {
+    return std::count_if(s.begin(), s.end(), [](const TrainedStep& t) { return t.world == 2; }) >= 16;
+  })) << nodes[(lost + 1) % 3]->output();
+  nodes.push_back(node());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (i != lost) EXPECT_EQ(nodes[i]->wait(180s), 0) << nodes[i]->output();
+
+  const std::vector<TrainedStep> steps = read_record(record);
+  // Attempts and their world sizes: 3, then 2 after the loss, then 3 after the new node came.
+  std::map<int64_t, std::set<int64_t>> worlds;
+  std::map<int64_t, int64_t> first_global;  // the step each attempt resumed at
+  for (const auto& s : steps) {
+    worlds[s.attempt].insert(s.world);
+    auto it = first_global.find(s.attempt);
+    if (it == first_global.end() || s.global < it->second) first_global[s.attempt] = s.global;
+  }
+  ASSERT_EQ(worlds, (std::map<int64_t, std::set<int64_t>>{{0, {3}}, {1, {2}}, {2, {3}}}));
+  EXPECT_GT(first_global[1], 0) << "attempt 1 did not resume from a checkpoint";
+  EXPECT_GT(first_global[2], first_global[1]) << "attempt 2 did not resume from attempt 1's checkpoint";
+  // The steps that count, per epoch: how often each sample was trained.
+  std::map<int64_t, std::map<int64_t, int>> times;
+  std::map<int64_t, std::pair<int64_t, int64_t>> last_step;  // per epoch: its last step's (global, world)
+  std::map<int64_t, std::set<int64_t>> attempts_of_epoch;
+  for (const auto& s : steps) {
+    auto next = first_global.find(s.attempt + 1);
+    if (next != first_global.end() && s.global >= next->second) continue;  // redone after the resume
+    for (int64_t i : s.samples) ++times[s.epoch][i];
+    last_step[s.epoch] = std::max(last_step[s.epoch], std::make_pair(s.global, s.world));
+    attempts_of_epoch[s.epoch].insert(s.attempt);
+  }
+  ASSERT_EQ(times.size(), 2u);
+  for (const auto& [epoch, counts] : times) {
+    EXPECT_EQ(static_cast<int64_t>(counts.size()), samples) << "epoch " << epoch << " skipped samples";
+    int64_t repeats = 0;
+    for (const auto& [i, n] : counts) {
+      EXPECT_LE(n, 2) << "epoch " << epoch << " sample " << i;
+      repeats += n - 1;
+    }
+    EXPECT_LT(repeats, last_step[epoch].second) << "epoch " << epoch << " trained samples twice beyond the padding";
+  }
+  // Epoch 0 was cut twice (all three attempts trained part of it); the restart for the new node was
+  // not counted as one.
+  EXPECT_EQ(attempts_of_epoch[0], (std::set<int64_t>{0, 1, 2}));
+  std::string survivors;  // which of the two notices the new node first varies
+  for (size_t i = 0; i < 3; ++i)
+    if (i != lost) survivors += nodes[i]->output();
+  EXPECT_NE(survivors.find("node(s) waiting to join: re-forming the group as attempt 2"), std::string::npos) << survivors;
+  EXPECT_NE(survivors.find("attempt 2 (restart 1 of at most 3)"), std::string::npos) << survivors;
+  EXPECT_NE(nodes.back()->output().find("resumed at world size 3 from 2"), std::string::npos) << nodes.back()->output();
 }

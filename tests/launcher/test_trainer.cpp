@@ -1,14 +1,19 @@
 // ddp_test_trainer: a small but real distributed trainer for the launcher and checkpoint tests.
 //
 // A two-layer MLP with dropout learns a random linear teacher on synthetic data. Every rank trains on
-// its shard of a per-epoch shuffle (PyTorch DistributedSampler's index layout), gradients are
+// its shard of a per-epoch shuffle (ddp::DistributedSampler, PyTorch's index layout), gradients are
 // averaged with one allreduce per step, checkpoints carry everything needed to continue exactly, and
 // SIGTERM ends the run after the current step with a checkpoint and exit 143. Rank 0 writes the final
 // weights (raw float32 bytes, parameters in name order) to --out, so runs compare byte for byte.
 //
 //   ddprun --standalone --nproc-per-node 2 ddp_test_trainer --epochs 3 --checkpoint-dir /tmp/ck --out w.bin
+//
+// Resumed at another world size (an elastic job), the rest of the interrupted epoch is dealt to the
+// new ranks (TrainingProgress::change_world_size). --record FILE appends one line per rank and step,
+// "attempt A global G epoch E rank R world W samples I,I,...", for the sample-accounting tests.
 #include <ddp/checkpoint.h>
 #include <ddp/checkpoint_flags.h>
+#include <ddp/distributed_sampler.h>
 #include <ddp/errors.h>
 #include <ddp/init.h>
 #include <ddp/logging.h>
@@ -18,6 +23,7 @@
 
 #include <chrono>
 #include <cxxopts.hpp>
+#include <fcntl.h>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -37,17 +43,18 @@ struct MlpImpl : torch::nn::Module {
 };
 TORCH_MODULE(Mlp);
 
-// This rank's indices for `epoch`, laid out as torch.utils.data.DistributedSampler does
-// (permutation, padded by wrapping to a multiple of the world size, then every world-th index).
-std::vector<int64_t> shard(int64_t samples, int world, int rank, int64_t seed, int64_t epoch) {
-  auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(seed + epoch));
-  auto perm = torch::randperm(samples, gen, torch::kLong);
-  int64_t per_rank = (samples + world - 1) / world;
-  std::vector<int64_t> all(perm.data_ptr<int64_t>(), perm.data_ptr<int64_t>() + samples);
-  for (int64_t i = 0; static_cast<int64_t>(all.size()) < per_rank * world; ++i) all.push_back(all[i]);
-  std::vector<int64_t> mine;
-  for (int64_t i = rank; i < static_cast<int64_t>(all.size()); i += world) mine.push_back(all[i]);
-  return mine;
+// One line, one write(2) to an O_APPEND file: lines of ranks writing at once never mix.
+void record_step(const std::string& path, int64_t attempt, const ddp::TrainingProgress& p, int rank, int world,
+                 const int64_t* samples, int64_t n) {
+  std::string line = "attempt " + std::to_string(attempt) + " global " + std::to_string(p.global_step) + " epoch " +
+                     std::to_string(p.epoch) + " rank " + std::to_string(rank) + " world " + std::to_string(world) +
+                     " samples ";
+  for (int64_t i = 0; i < n; ++i) line += (i ? "," : "") + std::to_string(samples[i]);
+  line += "\n";
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    throw ddp::DataError("cannot append to --record " + path);
+  ::close(fd);
 }
 
 void write_weights(Mlp& net, const std::string& path) {
@@ -68,7 +75,8 @@ int train(int argc, char** argv) {
       "seed", "seed", cxxopts::value<int>()->default_value("0"))(
       "out", "final weights file (rank 0)", cxxopts::value<std::string>()->default_value(""))(
       "step-sleep-ms", "pause after each step (gives tests time to interrupt)",
-      cxxopts::value<int>()->default_value("0"));
+      cxxopts::value<int>()->default_value("0"))(
+      "record", "append every step's samples to this file", cxxopts::value<std::string>()->default_value(""));
   ddp::CheckpointFlags::add_to(options);
   auto parsed = options.parse(argc, argv);
   auto ck_flags = ddp::CheckpointFlags::from(parsed);
@@ -97,14 +105,26 @@ int train(int argc, char** argv) {
 
   ddp::Checkpointer ckpt(ck_flags.options(), pg);
   ddp::TrainingProgress progress;
-  if (auto resumed = ckpt.resume(ck_flags.resume, *net, &opt)) progress = resumed->progress;
+  if (auto resumed = ckpt.resume(ck_flags.resume, *net, &opt)) {
+    progress = resumed->progress;
+    if (progress.change_world_size(resumed->world_size, world, samples))
+      std::cout << "resumed at world size " << world << " from " << resumed->world_size << ": "
+                << progress.describe() << std::endl;
+  }
+  const std::string record = parsed["record"].as<std::string>();
 
+  ddp::DistributedSampler sampler(samples, world, rank, /*shuffle=*/true, seed);
   while (progress.epoch < epochs) {
-    auto indices = shard(samples, world, rank, seed, progress.epoch);
-    const int64_t steps = static_cast<int64_t>(indices.size()) / batch;
+    sampler.set_epoch(progress.epoch);
+    sampler.set_epoch_offset(progress.epoch_offset);
     // Resume mid-epoch: skip exactly the samples this rank already consumed.
-    for (int64_t step = progress.samples_in_epoch / batch; step < steps; ++step) {
+    sampler.set_start_index(progress.samples_in_epoch);
+    auto indices = sampler.indices();
+    const int64_t steps = static_cast<int64_t>(indices.size()) / batch;
+    for (int64_t step = 0; step < steps; ++step) {
       auto idx = torch::from_blob(indices.data() + step * batch, {batch}, torch::kLong).clone();
+      if (!record.empty())
+        record_step(record, ddp::world().restart_count, progress, rank, world, indices.data() + step * batch, batch);
       opt.zero_grad();
       auto loss = torch::nn::functional::cross_entropy(net->forward(x.index_select(0, idx)), y.index_select(0, idx));
       loss.backward();

@@ -1,10 +1,13 @@
 // ddp::DistributedSampler: parity with Python's torch.utils.data.DistributedSampler over a grid of
 // arguments, plus the properties a trainer relies on (coverage, resume, validation).
+#include <ddp/checkpoint.h>
 #include <ddp/distributed_sampler.h>
 #include <ddp/errors.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -103,6 +106,68 @@ TEST(DistributedSampler, StartIndexSkipsConsumedSamples) {
   EXPECT_TRUE(s.indices().empty());
   EXPECT_THROW(s.set_start_index(s.num_samples() + 1), ddp::ConfigError);
   EXPECT_THROW(s.set_start_index(-1), ddp::ConfigError);
+}
+
+// An elastic job: an epoch begun by 3 ranks, continued by 2, finished by 4. Each world's ranks
+// take what TrainingProgress::change_world_size and the epoch offset deal them. Every sample of the
+// epoch is trained exactly once, except the padding of the segment that ends the epoch (what an
+// uninterrupted run at 4 ranks pads too). Without the offset (each rank resuming at its own start
+// index in the new world's list) samples are skipped and others repeated, and this fails.
+TEST(DistributedSampler, AnEpochResumedAtOtherWorldSizesTrainsEverySampleOnce) {
+  const int64_t size = 50, epoch = 1, seed = 3;
+  const std::vector<int64_t> order = ddp::epoch_permutation(size, true, seed + epoch);
+  std::map<int64_t, int> times;
+  ddp::TrainingProgress progress;
+  progress.epoch = epoch;
+  // world size, samples each rank takes before the next change (-1: to the end of the epoch)
+  const std::vector<std::pair<int64_t, int64_t>> segments = {{3, 7}, {2, 5}, {4, -1}};
+  int64_t saved_world = 3;
+  std::vector<int64_t> offsets;
+  for (const auto& [world, take] : segments) {
+    progress.change_world_size(saved_world, world, size);
+    offsets.push_back(progress.epoch_offset);
+    int64_t taken = 0;
+    for (int64_t rank = 0; rank < world; ++rank) {
+      DistributedSampler s(size, world, rank, true, seed);
+      s.load_state({progress.epoch, progress.samples_in_epoch, progress.epoch_offset});
+      auto mine = s.indices();
+      if (take >= 0) mine.resize(static_cast<size_t>(take));
+      for (int64_t i : mine) ++times[i];
+      taken = static_cast<int64_t>(mine.size());
+    }
+    progress.samples_in_epoch += taken;
+    saved_world = world;
+  }
+  EXPECT_EQ(offsets, (std::vector<int64_t>{0, 21, 31}));  // 3 x 7, then + 2 x 5
+  EXPECT_EQ(static_cast<int64_t>(times.size()), size);  // none skipped
+  std::vector<int64_t> twice;
+  for (const auto& [i, n] : times) {
+    EXPECT_LE(n, 2) << "sample " << i;
+    if (n == 2) twice.push_back(i);
+  }
+  // The last 19 positions dealt to 4 ranks pad to 20 with the first of them.
+  EXPECT_EQ(twice, std::vector<int64_t>{order[31]});
+
+  // consumed() counts padding positions as done; an offset at the end leaves nothing.
+  DistributedSampler padded(10, 4, 0, true, seed);
+  EXPECT_EQ(padded.consumed(0, 3, 4), 10);
+  padded.set_epoch_offset(10);
+  EXPECT_TRUE(padded.indices().empty());
+  EXPECT_THROW(padded.set_epoch_offset(11), ddp::ConfigError);
+  EXPECT_THROW(progress.change_world_size(0, 2, size), ddp::ConfigError);
+  // The same world size changes nothing (an exact resume stays index for index).
+  ddp::TrainingProgress same;
+  same.samples_in_epoch = 4;
+  EXPECT_FALSE(same.change_world_size(2, 2, size));
+  EXPECT_EQ(same.samples_in_epoch, 4);
+  EXPECT_EQ(same.epoch_offset, 0);
+  // A new epoch starts at offset 0 again.
+  DistributedSampler next(size, 2, 1, true, seed);
+  next.set_epoch(1);
+  next.set_epoch_offset(21);
+  next.set_epoch(2);
+  EXPECT_EQ(next.epoch_offset(), 0);
+  EXPECT_EQ(next.num_samples(), 25);
 }
 
 TEST(DistributedSampler, RejectsBadArguments) {

@@ -54,11 +54,22 @@ TEST(Env, Ports) {
             "MASTER_PORT='65536' is out of range: expected 0..65535");
 }
 
-TEST(Env, NodeCountsAreFixed) {
+TEST(Env, NodeRangesAreMinColonMaxWithMinAtMostMax) {
+  EXPECT_EQ(parse_node_range("--nnodes", "4").min, 4);
+  EXPECT_EQ(parse_node_range("--nnodes", "4").max, 4);
+  EXPECT_EQ(parse_node_range("--nnodes", "1:3").min, 1);
+  EXPECT_EQ(parse_node_range("--nnodes", "1:3").max, 3);
+  EXPECT_EQ(config_error([] { parse_node_range("--nnodes", "3:2"); }),
+            "--nnodes='3:2' is not MIN:MAX with MIN <= MAX (3 > 2)");
+  EXPECT_EQ(config_error([] { parse_node_range("--nnodes", "0:2"); }),
+            "--nnodes='0' is out of range: expected 1..1048576");
+}
+
+TEST(Env, NodeCountsWithoutALauncherAreFixed) {
   EXPECT_EQ(parse_node_count("PET_NNODES", "4"), 4);
   EXPECT_EQ(parse_node_count("PET_NNODES", "3:3"), 3);
-  EXPECT_EQ(config_error([] { parse_node_count("--nnodes", "1:4"); }),
-            "--nnodes='1:4' is an elastic range; ddp runs a fixed number of nodes");
+  EXPECT_EQ(config_error([] { parse_node_count("PET_NNODES", "1:4"); }),
+            "PET_NNODES='1:4' is an elastic range, which only a launcher's rendezvous can run (ddprun --rdzv-backend c10d)");
   EXPECT_EQ(config_error([] { parse_node_count("PET_NNODES", "0"); }),
             "PET_NNODES='0' is out of range: expected 1..1048576");
   EXPECT_EQ(config_error([] { parse_node_count("PET_NNODES", "2:x"); }), "PET_NNODES='x' is not an integer");

@@ -6,6 +6,7 @@
 #include <ATen/Functions.h>
 #include <ATen/core/Generator.h>
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -41,14 +42,38 @@ DistributedSampler::DistributedSampler(int64_t size, int64_t num_replicas, int64
   if (rank < 0 || rank >= num_replicas)
     throw ConfigError("DistributedSampler: rank " + std::to_string(rank) + " is outside [0, " +
                       std::to_string(num_replicas) + ")");
-  // Python: ceil((n - r) / r) with drop_last when r does not divide n (= floor(n / r)), else
-  // ceil(n / r).
-  num_samples_ = drop_last ? size / num_replicas : (size + num_replicas - 1) / num_replicas;
+  num_samples_ = samples_per_rank(size);
+}
+
+// Python: ceil((n - r) / r) with drop_last when r does not divide n (= floor(n / r)), else
+// ceil(n / r); n is what is left of the order after the epoch offset.
+int64_t DistributedSampler::samples_per_rank(int64_t n) const {
+  return drop_last_ ? n / num_replicas_ : (n + num_replicas_ - 1) / num_replicas_;
 }
 
 void DistributedSampler::set_epoch(int64_t epoch) {
-  if (epoch != epoch_) start_index_ = 0;
+  if (epoch != epoch_) {
+    start_index_ = 0;
+    epoch_offset_ = 0;
+    num_samples_ = samples_per_rank(size_);
+  }
   epoch_ = epoch;
+}
+
+void DistributedSampler::set_epoch_offset(int64_t offset) {
+  if (offset < 0 || offset > size_)
+    throw ConfigError("DistributedSampler: epoch offset " + std::to_string(offset) + " is outside [0, " +
+                      std::to_string(size_) + "] (the dataset's size)");
+  epoch_offset_ = offset;
+  start_index_ = 0;
+  num_samples_ = samples_per_rank(size_ - offset);
+}
+
+int64_t DistributedSampler::consumed(int64_t offset, int64_t per_rank, int64_t world) const {
+  if (offset < 0 || per_rank < 0 || world < 1)
+    throw ConfigError("DistributedSampler::consumed: offset " + std::to_string(offset) + ", per_rank " +
+                      std::to_string(per_rank) + ", world " + std::to_string(world) + " (need >= 0, >= 0, >= 1)");
+  return std::min(size_, offset + per_rank * world);
 }
 
 void DistributedSampler::set_start_index(int64_t k) {
@@ -59,7 +84,8 @@ void DistributedSampler::set_start_index(int64_t k) {
 }
 
 void DistributedSampler::load_state(const State& state) {
-  epoch_ = state.epoch;
+  set_epoch(state.epoch);
+  set_epoch_offset(state.epoch_offset);
   set_start_index(state.start_index);
 }
 
@@ -70,10 +96,11 @@ std::vector<int64_t> DistributedSampler::indices() const {
   const uint64_t seed = static_cast<uint64_t>(seed_) + static_cast<uint64_t>(epoch_);
   const std::vector<int64_t> order = epoch_permutation(size_, shuffle_, seed);
   out.reserve(static_cast<size_t>(num_samples_ - start_index_));
-  // Padding repeats the list from its start, so position p of the padded list is order[p % n];
-  // with drop_last total_size() <= n and the modulo is a no-op.
+  // Padding repeats the (rest of the) list from its start, so position p of the padded list is
+  // order[offset + p % n]; with drop_last total_size() <= n and the modulo is a no-op.
+  const int64_t n = size_ - epoch_offset_;
   for (int64_t j = start_index_; j < num_samples_; ++j)
-    out.push_back(order[static_cast<size_t>((rank_ + j * num_replicas_) % size_)]);
+    out.push_back(order[static_cast<size_t>(epoch_offset_ + (rank_ + j * num_replicas_) % n)]);
   return out;
 }
 

@@ -40,6 +40,7 @@ void DistributedSamplerAdapter::save(torch::serialize::OutputArchive& archive) c
   };
   put("epoch", sampler_->epoch());
   put("position", position());
+  put("epoch_offset", sampler_->epoch_offset());
   put("size", sampler_->size());
   put("num_replicas", sampler_->num_replicas());
   put("rank", sampler_->rank());
@@ -59,7 +60,10 @@ void DistributedSamplerAdapter::load(torch::serialize::InputArchive& archive) {
                       std::to_string(sampler_->size()) + ", num_replicas " +
                       std::to_string(sampler_->num_replicas()) + ", rank " +
                       std::to_string(sampler_->rank()));
-  sampler_->load_state({get("epoch"), get("position")});
+  // epoch_offset: written since elastic resumes (issue 26); absent in older archives, where it was 0.
+  c10::IValue offset;
+  const bool has_offset = archive.try_read("ddp_sampler/epoch_offset", offset);
+  sampler_->load_state({get("epoch"), get("position"), has_offset ? offset.toInt() : 0});
   reset();
 }
 

@@ -3,6 +3,7 @@
 // Payload: a LibTorch archive with
 //   format            "ddp-checkpoint-1"
 //   epoch, step_in_epoch, global_step, samples_in_epoch, world_size, saved_unix_time   (ints)
+//   epoch_offset                                                                   (int; absent before issue 26: 0)
 //   metadata          Dict[str, str]
 //   model             Dict[str, Tensor]   parameters and buffers by their dotted name (CPU copies)
 //   optimizer         nested archive       torch::optim::Optimizer::save (absent without optimizer); a
@@ -19,6 +20,7 @@
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/archive.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -72,6 +74,12 @@ void parse_payload(OpenedCheckpoint& ck, const std::string& path, std::string_vi
   info.progress.step_in_epoch = read_int(ck.archive, "step_in_epoch", path);
   info.progress.global_step = read_int(ck.archive, "global_step", path);
   info.progress.samples_in_epoch = read_int(ck.archive, "samples_in_epoch", path);
+  // Written since elastic resumes (issue 26); an older file never changed size mid-epoch.
+  c10::IValue offset;
+  if (ck.archive.try_read("epoch_offset", offset)) {
+    if (!offset.isInt()) throw DataError("checkpoint " + path + ": the payload's 'epoch_offset' is not an integer");
+    info.progress.epoch_offset = offset.toInt();
+  }
   info.world_size = static_cast<int>(read_int(ck.archive, "world_size", path));
   c10::IValue metadata;
   if (!ck.archive.try_read("metadata", metadata) || !metadata.isGenericDict())
@@ -157,8 +165,24 @@ void load_model(OpenedCheckpoint& ck, torch::nn::Module& model) {
 std::string TrainingProgress::describe() const {
   std::ostringstream s;
   s << "epoch " << epoch << " step " << step_in_epoch << " (global step " << global_step << ", "
-    << samples_in_epoch << " samples into the epoch on this rank)";
+    << samples_in_epoch << " samples into the epoch on this rank";
+  if (epoch_offset) s << " after the first " << epoch_offset << " of its order";
+  s << ")";
   return s.str();
+}
+
+bool TrainingProgress::change_world_size(int64_t saved_world, int64_t world, int64_t epoch_size) {
+  if (saved_world < 1 || world < 1 || epoch_size < 0)
+    throw ConfigError("TrainingProgress::change_world_size: saved world " + std::to_string(saved_world) + ", world " +
+                      std::to_string(world) + ", epoch size " + std::to_string(epoch_size) +
+                      " (need >= 1, >= 1, >= 0)");
+  if (saved_world == world) return false;
+  // Ranks step together, so each of the saved world's consumed the same samples_in_epoch indices:
+  // positions epoch_offset .. epoch_offset + samples_in_epoch * saved_world - 1 of the order, the
+  // ones past its end being the padding that repeats its start.
+  epoch_offset = std::min(epoch_size, epoch_offset + samples_in_epoch * saved_world);
+  samples_in_epoch = 0;
+  return true;
 }
 
 // A track_rank_state() entry.
@@ -260,6 +284,7 @@ std::string Checkpointer::save(torch::nn::Module& model, torch::optim::Optimizer
       archive.write("step_in_epoch", c10::IValue(progress.step_in_epoch));
       archive.write("global_step", c10::IValue(progress.global_step));
       archive.write("samples_in_epoch", c10::IValue(progress.samples_in_epoch));
+      archive.write("epoch_offset", c10::IValue(progress.epoch_offset));
       archive.write("world_size", c10::IValue(static_cast<int64_t>(impl_->size())));
       archive.write("saved_unix_time",
                     c10::IValue(static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
@@ -332,7 +357,8 @@ CheckpointInfo Checkpointer::load(const std::string& path, torch::nn::Module& mo
   int rank = impl_->rank();
   if (ck->info.world_size != impl_->size()) {
     DDP_LOG(WARN) << "checkpoint " << path << " was saved by " << ck->info.world_size << " ranks, this run has "
-                  << impl_->size() << ": the data order and random streams will differ from the saved run";
+                  << impl_->size() << ": the random streams will differ from the saved run (the rest of the epoch's "
+                  << "samples goes to the new ranks with TrainingProgress::change_world_size)";
   }
   if (rank < static_cast<int>(blobs.size())) {
     at::Tensor t = blobs.get(rank).contiguous();

@@ -96,9 +96,10 @@ class Agent {
     if (config_.nproc_per_node > 1 && !env_.count("OMP_NUM_THREADS"))
       DDP_LOG(WARN) << "setting OMP_NUM_THREADS=1 for every worker so " << config_.nproc_per_node
                     << " workers do not oversubscribe the CPUs (as torchrun does); set it to tune";
+    std::string run_id;
     try {
       coord_ = std::make_unique<NodeCoordinator>(config_, [this] { return check_signals(); });
-      layout_ = coord_->join();
+      run_id = coord_->start();
     } catch (const Interrupted& i) {
       DDP_LOG(WARN) << "stopped by " << signal_name(i.signal) << " while joining the other nodes";
       return 128 + i.signal;
@@ -114,19 +115,31 @@ class Agent {
         DDP_LOG(WARN) << "the workers get no TORCHELASTIC_ERROR_FILE (" << why
                       << "): a failure is reported by its exit code only";
     }
-    DDP_LOG(INFO) << "run " << layout_.run_id << ": node " << config_.node_rank << " runs ranks "
-                  << layout_.rank_offset << ".." << layout_.rank_offset + config_.nproc_per_node - 1 << " of "
-                  << layout_.world_size << "; store " << config_.master_addr << ":" << coord_->port();
-    int64_t round = layout_.round;
+    int64_t round = -1;  // the job's current one
     while (true) {
       if (stop_signal_) return finish(128 + stop_signal_);
+      // Static: the same nodes every attempt. c10d: each attempt is a round of the rendezvous, whose
+      // nodes (and so this node's ranks) may differ from the last one's.
+      try {
+        std::optional<NodeCoordinator::Layout> layout = coord_->join(round);
+        if (!layout) return finish(0);
+        layout_ = *layout;
+      } catch (const Interrupted& i) {
+        DDP_LOG(WARN) << "stopped by " << signal_name(i.signal) << " while joining the other nodes";
+        return finish(128 + i.signal);
+      }
+      round = layout_.round;
+      DDP_LOG(INFO) << "run " << run_id << " attempt " << round << ": node " << layout_.node_rank << " of "
+                    << layout_.nnodes << " runs ranks " << layout_.rank_offset << ".."
+                    << layout_.rank_offset + config_.nproc_per_node - 1 << " of " << layout_.world_size << "; store "
+                    << config_.master_addr << ":" << coord_->port();
       std::optional<int> code = run_attempt(round);
       if (code) return finish(*code);
     }
   }
 
  private:
-  enum class Event { kLocalSuccess, kLocalFailure, kRemoteRestart, kRemoteAbort, kStopSignal };
+  enum class Event { kLocalSuccess, kLocalFailure, kRemoteRestart, kRemoteAbort, kStopSignal, kNodesWaiting };
   struct Outcome {
     Event event;
     int code = 0;
@@ -140,7 +153,7 @@ class Agent {
   std::optional<int> run_attempt(int64_t& round) {
     WorkerGroup group(pump_);
     try {
-      DDP_LOG(INFO) << "attempt " << round << " (restart " << round << " of at most " << config_.max_restarts
+      DDP_LOG(INFO) << "attempt " << round << " (restart " << layout_.restarts << " of at most " << config_.max_restarts
                     << "): starting " << config_.nproc_per_node << " worker(s)";
       group.start(make_specs(round));
       Outcome o = monitor(group, round);
@@ -158,18 +171,29 @@ class Agent {
           // still ends the job with its own code, so the operator's ExitCode policy sees it.
           const bool permanent = !is_retryable_exit_code(o.code);
           const char* kind = permanent ? "a permanent error (1-127)" : "retryable";
-          if ((permanent && !config_.restart_on_any_failure) || round >= config_.max_restarts) {
-            int final_code = coord_->abort(o.code, "node " + std::to_string(config_.node_rank) + ": " + o.reason);
+          const bool exhausted = layout_.restarts >= config_.max_restarts;
+          if ((permanent && !config_.restart_on_any_failure) || exhausted) {
+            int final_code = coord_->abort(o.code, "node " + std::to_string(layout_.node_rank) + ": " + o.reason);
             DDP_LOG(ERROR) << o.reason << ": " << kind << ", "
-                           << (round >= config_.max_restarts
+                           << (exhausted
                                    ? "but no restarts are left (--max-restarts " + std::to_string(config_.max_restarts) + ")"
                                    : std::string("not restarted (--restart-on retryable)"));
             stop_workers(group, SIGTERM);
             report_failure(o.failures);
             return final_code;
           }
-          int64_t next = coord_->request_restart(round);
+          int64_t next = coord_->request_restart(round, layout_.restarts, /*failure=*/true);
           DDP_LOG(WARN) << o.reason << ": " << kind << "; restarting every node's workers as attempt " << next;
+          stop_workers(group, SIGTERM);
+          round = next;
+          return std::nullopt;
+        }
+        case Event::kNodesWaiting: {
+          // torchrun's membership change: the group re-forms with the new node(s) at once, and it
+          // does not count as a restart. The workers resume from their last checkpoint.
+          int64_t next = coord_->request_restart(round, layout_.restarts, /*failure=*/false);
+          DDP_LOG(WARN) << o.code << " node(s) waiting to join: re-forming the group as attempt " << next
+                        << " (a membership change, not counted against --max-restarts)";
           stop_workers(group, SIGTERM);
           round = next;
           return std::nullopt;
@@ -222,9 +246,10 @@ class Agent {
       }
       if (group.all_exited()) return {Event::kLocalSuccess};
       if (Clock::now() >= next_poll) {
-        auto state = coord_->poll();
+        auto state = coord_->poll(round);
         if (state.abort_code) return {Event::kRemoteAbort, *state.abort_code, 0, state.abort_reason};
         if (state.round > round) return {Event::kRemoteRestart, 0, state.round};
+        if (state.waiting > 0) return {Event::kNodesWaiting, state.waiting, round};
         next_poll = Clock::now() + config_.monitor_interval;
       }
     }
@@ -236,7 +261,7 @@ class Agent {
     DDP_LOG(INFO) << "all " << config_.nproc_per_node << " worker(s) of this node succeeded";
     coord_->mark_done(round);
     while (true) {
-      auto state = coord_->poll();
+      auto state = coord_->poll(round);
       if (state.abort_code) {
         DDP_LOG(ERROR) << "the job ended on another node with exit code " << *state.abort_code << " ("
                        << state.abort_reason << ")";
@@ -248,7 +273,7 @@ class Agent {
         round = state.round;
         return std::nullopt;
       }
-      if (coord_->all_done(round)) return 0;
+      if (coord_->all_done(round, layout_.nnodes)) return 0;
       wait_events(config_.monitor_interval);
       if (stop_signal_) return 0;  // nothing left to stop, and every worker here succeeded
     }
@@ -264,8 +289,8 @@ class Agent {
       put("LOCAL_RANK", std::to_string(lr));
       put("WORLD_SIZE", std::to_string(layout_.world_size));
       put("LOCAL_WORLD_SIZE", std::to_string(config_.nproc_per_node));
-      put("GROUP_RANK", std::to_string(config_.node_rank));
-      put("GROUP_WORLD_SIZE", std::to_string(config_.nnodes));
+      put("GROUP_RANK", std::to_string(layout_.node_rank));
+      put("GROUP_WORLD_SIZE", std::to_string(layout_.nnodes));
       put("ROLE_NAME", config_.role);
       put("ROLE_RANK", std::to_string(rank));
       put("ROLE_WORLD_SIZE", std::to_string(layout_.world_size));

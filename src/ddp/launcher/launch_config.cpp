@@ -37,10 +37,10 @@ struct FlagSpec {
 const std::vector<FlagSpec>& flag_specs() {
   static const std::vector<FlagSpec> specs = {
       {"nproc-per-node", Kind::kValue, "{N|auto|gpu|cpu}", "workers on this node: N, auto (GPUs, else CPUs), gpu or cpu [1]"},
-      {"nnodes", Kind::kValue, "N[:N]", "number of nodes (N or N:N) [1]"},
-      {"node-rank", Kind::kValue, "N", "this node's index [PET_NODE_RANK, JOB_COMPLETION_INDEX, RANK, 0]"},
-      {"master-addr", Kind::kValue, "HOST", "node 0's address; it hosts the store there [MASTER_ADDR, 127.0.0.1]"},
-      {"master-port", Kind::kValue, "PORT", "the store's port on node 0 [MASTER_PORT, 29500]"},
+      {"nnodes", Kind::kValue, "N|MIN:MAX", "number of nodes; a range MIN:MAX needs --rdzv-backend c10d [1]"},
+      {"node-rank", Kind::kValue, "N", "this node's index (static rendezvous) [PET_NODE_RANK, JOB_COMPLETION_INDEX, RANK, 0]"},
+      {"master-addr", Kind::kValue, "HOST", "the store's host: node 0 (static) or the c10d endpoint [MASTER_ADDR, 127.0.0.1]"},
+      {"master-port", Kind::kValue, "PORT", "the store's port [MASTER_PORT, 29500]"},
       {"standalone", Kind::kBool, "", "one node, store on a free local port"},
       {"max-restarts", Kind::kValue, "N", "restarts of the worker group after a failure (see --restart-on) [0]"},
       {"restart-on", Kind::kValue, "{any|retryable}", "(ddprun) failures that restart: any (torchrun's), or retryable (exit >= 128) only, a permanent one (1-127) ending the job at once [any]"},
@@ -57,10 +57,10 @@ const std::vector<FlagSpec>& flag_specs() {
       {"module", Kind::kBool, "", "run PROGRAM as a Python module: python3 -u -m PROGRAM (torchrun's -m)"},
       {"no-python", Kind::kBool, "", "run PROGRAM itself even when it ends in .py (without it a .py script runs as python3 -u SCRIPT, as torchrun)"},
       {"start-method", Kind::kIgnored, "{spawn|fork|forkserver}", "accepted for torchrun compatibility (spawn, fork, forkserver)"},
-      {"rdzv-backend", Kind::kValue, "{static|c10d}", "static or c10d: both mean a fixed set of nodes around node 0's store"},
-      {"rdzv-endpoint", Kind::kValue, "HOST:PORT", "host:port, taken as --master-addr/--master-port when those are unset"},
+      {"rdzv-backend", Kind::kValue, "{static|c10d}", "static: node ranks from --node-rank; c10d: handed out in join order, each round anew (elastic with --nnodes MIN:MAX) [static]"},
+      {"rdzv-endpoint", Kind::kValue, "HOST:PORT", "the store's host:port, taken as --master-addr/--master-port when those are unset"},
       {"rdzv-id", Kind::kValue, "NAME", "taken as --run-id when that is unset"},
-      {"rdzv-conf", Kind::kValue, "LIST", "key=value,...: join_timeout (or timeout) and read_timeout set --join-timeout and --store-timeout; the elastic round's keys are logged as having no effect"},
+      {"rdzv-conf", Kind::kValue, "LIST", "key=value,...: join_timeout (or timeout), read_timeout, last_call_timeout, is_host; torch's heartbeat keys are logged as having no effect"},
   };
   return specs;
 }
@@ -79,8 +79,8 @@ const char* refused_torchrun_flag(const std::string& name) {
   static const std::map<std::string, const char*> refused = {
       {"run-path", "it runs the script inside torchrun's own Python process (runpy.run_path); ddprun starts every "
                    "worker as a process of its own (a .py script as python3 -u SCRIPT)"},
-      {"local-addr", "it is the address a node advertises in the elastic c10d rendezvous; ddprun's nodes meet at "
-                     "node 0's store (--master-addr) and advertise nothing"},
+      {"local-addr", "it is the address a node advertises in torch's c10d rendezvous; ddprun's nodes and workers "
+                     "meet at the store (--rdzv-endpoint) and advertise nothing"},
       {"logs-specs", "it names a Python LogsSpecs class to load; ddprun's log layout is fixed (--log-dir, --tee, "
                      "--redirects, --local-ranks-filter)"},
   };
@@ -297,21 +297,39 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
   if (auto r = s.get("start-method"))
     if (r->value != "spawn" && r->value != "fork" && r->value != "forkserver")
       throw ConfigError(r->source + "='" + util::printable(r->value) + "' is not spawn, fork or forkserver");
-  if (auto r = s.get("rdzv-backend"))
-    if (r->value != "static" && r->value != "c10d")
-      throw ConfigError(r->source + "='" + util::printable(r->value) + "' is not supported: ddprun takes static or c10d (fixed nodes)");
+  std::optional<Raw> backend = s.get("rdzv-backend");
+  if (backend && backend->value != "static" && backend->value != "c10d")
+    throw ConfigError(backend->source + "='" + util::printable(backend->value) +
+                      "' is not supported: ddprun takes static or c10d (etcd needs an etcd server ddprun does not speak to)");
+  const bool c10d = backend && backend->value == "c10d";
 
   // Nodes. PyTorchJob v1 before PET_* existed: WORLD_SIZE counts pods and RANK is the pod index.
   const bool pytorchjob_v1 = !s.env("LOCAL_RANK") && s.env("RANK");
-  if (auto r = s.get("nnodes")) {
-    c.nnodes = util::parse_node_count(r->source, r->value);
+  std::optional<Raw> nnodes = s.get("nnodes");
+  if (nnodes) {
+    util::NodeRange range = util::parse_node_range(nnodes->source, nnodes->value);
+    c.min_nodes = range.min;
+    c.nnodes = range.max;
   } else if (pytorchjob_v1 && s.env("WORLD_SIZE")) {
-    c.nnodes = parse_int(*s.env("WORLD_SIZE"), 1, util::kMaxRanks);
+    c.nnodes = c.min_nodes = parse_int(*s.env("WORLD_SIZE"), 1, util::kMaxRanks);
   }
+  if (c.min_nodes < c.nnodes && !c10d)
+    throw ConfigError(nnodes->source + "=" + nnodes->value + " is an elastic range, which needs --rdzv-backend c10d "
+                      "(the static rendezvous runs a fixed node count)");
   std::optional<Raw> node_rank = s.get("node-rank");
   if (!node_rank) node_rank = s.env("JOB_COMPLETION_INDEX");
   if (!node_rank && pytorchjob_v1) node_rank = s.env("RANK");
-  if (node_rank) {
+  // torchrun's c10d rendezvous always hands out node ranks; ddprun keeps a given one when the node
+  // count is fixed (a static table over the same store), and only then.
+  c.dynamic_rendezvous = c10d && c.nnodes > 1 && (!node_rank || c.min_nodes < c.nnodes);
+  if (c.dynamic_rendezvous && node_rank) {
+    parse_int(*node_rank, 0, util::kMaxRanks);  // still checked: garbage is a mistake to report
+    c.notes.push_back(node_rank->source + "=" + node_rank->value + " has no effect: with an elastic node count " +
+                      "the c10d rendezvous hands out node ranks in join order, as torchrun's does");
+  }
+  if (c.dynamic_rendezvous) {
+    c.node_rank_source = "the c10d rendezvous";
+  } else if (node_rank) {
     c.node_rank = parse_int(*node_rank, 0, util::kMaxRanks);
     c.node_rank_source = node_rank->source;
     if (c.node_rank >= c.nnodes)
@@ -319,7 +337,8 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
                         std::to_string(c.nnodes));
   } else if (c.nnodes > 1) {
     throw ConfigError("--nnodes=" + std::to_string(c.nnodes) +
-                      " but no node rank: pass --node-rank or set PET_NODE_RANK / JOB_COMPLETION_INDEX");
+                      " but no node rank: pass --node-rank or set PET_NODE_RANK / JOB_COMPLETION_INDEX, or let "
+                      "--rdzv-backend c10d hand them out");
   }
   if (c.standalone && c.nnodes != 1)
     throw ConfigError("--standalone runs one node, but the node count is " + std::to_string(c.nnodes));
@@ -349,7 +368,8 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
     c.master_port = 0;
   } else {
     if (!addr && c.nnodes > 1)
-      throw ConfigError("--nnodes=" + std::to_string(c.nnodes) + " needs --master-addr (or PET_MASTER_ADDR / MASTER_ADDR)");
+      throw ConfigError("--nnodes=" + (c.min_nodes < c.nnodes ? std::to_string(c.min_nodes) + ":" : std::string()) +
+                        std::to_string(c.nnodes) + " needs --master-addr (or PET_MASTER_ADDR / MASTER_ADDR, --rdzv-endpoint)");
     c.master_addr = host;
     c.master_port = port_number;
   }
@@ -387,6 +407,14 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
     };
     take(conf.join_timeout, "join-timeout", "join_timeout", c.join_timeout);
     take(conf.store_timeout, "store-timeout", "read_timeout", c.store_timeout);
+    if (conf.last_call) {
+      if (c.dynamic_rendezvous) c.last_call = *conf.last_call;
+      else c.notes.push_back(r->source + ": last_call_timeout has no effect: the static rendezvous waits for all " + std::to_string(c.nnodes) + " node(s)");
+    }
+    if (conf.is_host) {
+      if (c.dynamic_rendezvous) c.is_host = conf.is_host;
+      else c.notes.push_back(r->source + ": is_host has no effect: the static rendezvous's store is in node 0's ddprun");
+    }
     c.notes.insert(c.notes.end(), conf.no_effect.begin(), conf.no_effect.end());
   }
   if (auto r = s.get("run-id")) {
@@ -412,8 +440,13 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
 
 std::string LaunchConfig::describe() const {
   std::ostringstream s;
-  s << nproc_per_node << " worker(s) on node " << node_rank << "/" << nnodes << " (nproc from " << nproc_reason
-    << ", node rank from " << node_rank_source << "), store " << master_addr << ":"
+  s << nproc_per_node << " worker(s) on ";
+  if (dynamic_rendezvous)
+    s << "one of " << (min_nodes < nnodes ? std::to_string(min_nodes) + ":" : std::string()) << nnodes
+      << " nodes (node rank from the c10d rendezvous, last call " << last_call.count() / 1000.0 << " s)";
+  else
+    s << "node " << node_rank << "/" << nnodes << " (node rank from " << node_rank_source << ")";
+  s << " (nproc from " << nproc_reason << "), store " << master_addr << ":"
     << (master_port ? std::to_string(master_port) : std::string("<free port>")) << ", max restarts "
     << max_restarts << " (on " << (restart_on_any_failure ? "any failure" : "retryable failures") << "), program "
     << program[0];

@@ -40,8 +40,21 @@ struct LaunchConfig {
   bool version = false;  ///< --version: print the version line and exit 0
   int nproc_per_node = 1;
   std::string nproc_reason;  ///< how nproc was chosen ("--nproc-per-node", "auto: 2 GPUs", ...)
+  /// Static rendezvous: the node count. c10d rendezvous: the most nodes a round takes (MAX of
+  /// --nnodes MIN:MAX).
   int nnodes = 1;
-  int node_rank = 0;
+  /// The fewest nodes a c10d rendezvous round closes with (MIN of MIN:MAX); = nnodes when static.
+  int min_nodes = 1;
+  /// Node ranks are handed out by the c10d rendezvous (in join order, each round anew) rather than
+  /// taken from --node-rank: --rdzv-backend c10d with no node rank given, or with MIN < MAX.
+  bool dynamic_rendezvous = false;
+  /// c10d rendezvous: once MIN nodes joined a round, how long it waits for more before closing
+  /// (--rdzv-conf last_call_timeout; torch's default 30 s).
+  std::chrono::milliseconds last_call{std::chrono::seconds(30)};
+  /// c10d rendezvous: whether this node hosts the store (--rdzv-conf is_host); unset: it does when
+  /// the endpoint's host is this machine and the port is free, as torch decides.
+  std::optional<bool> is_host;
+  int node_rank = 0;  ///< static rendezvous only; a c10d round hands out its own (NodeCoordinator::Layout)
   std::string node_rank_source = "default";
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;  ///< 0 (standalone): a free port picked by node 0

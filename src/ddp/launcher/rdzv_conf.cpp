@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "util/env.h"
 #include "util/numbers.h"
 
 namespace ddp::launcher {
@@ -27,12 +28,10 @@ std::chrono::milliseconds seconds(const std::string& source, const std::string& 
 
 const std::map<std::string, const char*>& no_effect_keys() {
   static const std::map<std::string, const char*> keys = {
-      {"last_call_timeout", "an elastic round's last call; ddprun's node count is fixed"},
-      {"close_timeout", "an elastic round's closing; ddprun's node count is fixed"},
+      {"close_timeout", "torch's agents' shutdown of a round; ddprun's nodes watch the store"},
       {"heartbeat_timeout", "elastic membership heartbeats; ddprun's nodes watch the store instead"},
       {"keep_alive_interval", "elastic membership heartbeats; ddprun's nodes watch the store instead"},
       {"keep_alive_max_attempt", "elastic membership heartbeats; ddprun's nodes watch the store instead"},
-      {"is_host", "ddprun's store always runs in node 0's ddprun"},
       {"use_libuv", "ddprun's store is its own server"},
   };
   return keys;
@@ -56,6 +55,10 @@ RdzvConf parse_rdzv_conf(const std::string& source, const std::string& text) {
       conf.join_timeout = seconds(source, key, value);
     } else if (key == "read_timeout") {
       conf.store_timeout = seconds(source, key, value);
+    } else if (key == "last_call_timeout") {
+      conf.last_call = seconds(source, key, value);
+    } else if (key == "is_host") {
+      conf.is_host = util::parse_bool(source + ": is_host", value);
     } else if (auto it = no_effect_keys().find(key); it != no_effect_keys().end()) {
       conf.no_effect.push_back(source + ": " + key + "=" + value + " has no effect: " + it->second);
     } else {

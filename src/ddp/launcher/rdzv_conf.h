@@ -3,12 +3,14 @@
 // by ddprun or named in its log as having no effect here (none is dropped silently); an unknown key
 // or a malformed list is a ConfigError naming it. Keys, from torch 2.6's dynamic_rendezvous.py and
 // c10d_rendezvous_backend.py:
-//   join_timeout (s)    how long a node waits for the others        -> --join-timeout
-//   timeout (s)         the static backend's name for the same      -> --join-timeout
-//   read_timeout (s)    how long one store request may take         -> --store-timeout
-//   last_call_timeout, close_timeout, heartbeat_timeout, keep_alive_interval, keep_alive_max_attempt:
-//                       the elastic round's phases and heartbeats: no effect with a fixed node count
-//   is_host, use_libuv  where and how the store runs: ddprun's is always on node 0, its own server
+//   join_timeout (s)       how long a node waits for the others        -> --join-timeout
+//   timeout (s)            the static backend's name for the same      -> --join-timeout
+//   read_timeout (s)       how long one store request may take         -> --store-timeout
+//   last_call_timeout (s)  a round with MIN nodes waits this long for more (c10d rendezvous)
+//   is_host (bool)         whether this node hosts the store (c10d rendezvous)
+//   close_timeout, heartbeat_timeout, keep_alive_interval, keep_alive_max_attempt: torch's agents'
+//                       heartbeats and shutdown; no effect here (ddprun's nodes watch the store)
+//   use_libuv              how torch's store serves; ddprun's store is its own server
 
 #include <chrono>
 #include <optional>
@@ -20,6 +22,8 @@ namespace ddp::launcher {
 struct RdzvConf {
   std::optional<std::chrono::milliseconds> join_timeout;
   std::optional<std::chrono::milliseconds> store_timeout;
+  std::optional<std::chrono::milliseconds> last_call;
+  std::optional<bool> is_host;
   /// One line per accepted key that has no effect here, saying why (ddprun logs them).
   std::vector<std::string> no_effect;
 };
