@@ -105,6 +105,17 @@ NodeCoordinator::~NodeCoordinator() {
 
 void NodeCoordinator::throw_if_ended(const std::string& what) {
   if (int sig = stop_check_()) throw Interrupted{sig};
+  // A torchrun (TorchElastic) agent in the same c10d rendezvous keeps the round's state under this
+  // key (torch 1.13 and 2.6: c10d_rendezvous_backend.py), as a pickled Python object no one else can
+  // read: the two launchers cannot meet, so say so instead of waiting out --join-timeout.
+  const std::string torch_key = "torch.rendezvous." + (config_.run_id.empty() ? std::string("none") : config_.run_id);
+  if (store_->check({torch_key})) {
+    ConfigError mixed("the store at " + config_.master_addr + ":" + std::to_string(port_) + " holds '" + torch_key +
+                      "', a torchrun agent's c10d rendezvous: ddprun and torchrun agents cannot share one (torch "
+                      "keeps the round as a pickled Python object); start every node with the same launcher");
+    abort(mixed.exit_code(), mixed.what());
+    throw mixed;
+  }
   // Another node may have given up on the job already (e.g. it was started with other settings).
   if (store_->check({kPrefix + "abort"})) {
     AbortValue a = parse_abort(store_->get_string(kPrefix + "abort"));
