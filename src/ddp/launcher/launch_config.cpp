@@ -37,7 +37,7 @@ struct FlagSpec {
 const std::vector<FlagSpec>& flag_specs() {
   static const std::vector<FlagSpec> specs = {
       {"nproc-per-node", Kind::kValue, "{N|auto|gpu|cpu}", "workers on this node: N, auto (GPUs, else CPUs), gpu or cpu [1]"},
-      {"nnodes", Kind::kValue, "N|MIN:MAX", "number of nodes; a range MIN:MAX needs --rdzv-backend c10d [1]"},
+      {"nnodes", Kind::kValue, "N[:N]", "number of nodes: N, or MIN:MAX (elastic, with --rdzv-backend c10d) [1]"},
       {"node-rank", Kind::kValue, "N", "this node's index (static rendezvous) [PET_NODE_RANK, JOB_COMPLETION_INDEX, RANK, 0]"},
       {"master-addr", Kind::kValue, "HOST", "the store's host: node 0 (static) or the c10d endpoint [MASTER_ADDR, 127.0.0.1]"},
       {"master-port", Kind::kValue, "PORT", "the store's port [MASTER_PORT, 29500]"},
