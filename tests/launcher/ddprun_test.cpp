@@ -523,3 +523,30 @@ TEST_F(Ddprun, TorchrunsMultiNodeLineGetsNodeRanksFromTheC10dRendezvous) {
     expected.insert(std::to_string(rank) + " " + std::to_string(rank / 2) + " 3 6 " + std::to_string(rank % 2));
   EXPECT_EQ(lines, expected);
 }
+
+// --nnodes 1:2 with one node: the round closes with it after last_call_timeout, not at once (a
+// second node had that long to come) and not never.
+TEST_F(Ddprun, AnElasticRoundClosesWithMinNodesAfterTheLastCall) {
+  int port = ddp::testing::free_port();
+  auto t0 = std::chrono::steady_clock::now();
+  Subprocess p(ddprun_args({"--nnodes", "1:2", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                            "127.0.0.1:" + std::to_string(port), "--rdzv-conf", "last_call_timeout=1.5"}),
+               env({{"DDP_TEST_WORKER", "group_report"}}));
+  ASSERT_EQ(p.wait(60s), 0) << p.output();
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 1500ms);
+  EXPECT_EQ(starts(starts_file), (std::set<std::string>{"0 0 1 1 0"}));
+  EXPECT_NE(p.output().find("attempt 0: node 0 of 1 runs ranks 0..0 of 1"), std::string::npos) << p.output();
+}
+
+// Fewer than MIN nodes: the round never closes, and the node gives up at --join-timeout with a
+// TimeoutError (201, retryable: the operator may try the pod again), saying how many it had.
+TEST_F(Ddprun, AnElasticRoundWithoutItsMinimumEndsAtTheJoinTimeout) {
+  int port = ddp::testing::free_port();
+  Subprocess p(ddprun_args({"--nnodes", "2:3", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                            "127.0.0.1:" + std::to_string(port), "--join-timeout", "2"}),
+               env({{"DDP_TEST_WORKER", "group_report"}}));
+  EXPECT_EQ(p.wait(60s), 201) << p.output();
+  EXPECT_NE(p.output().find("waited --join-timeout for round 0 to have 2 node(s) (it has 1)"), std::string::npos)
+      << p.output();
+  EXPECT_TRUE(starts(starts_file).empty());
+}

@@ -199,8 +199,10 @@ NodeCoordinator::Layout NodeCoordinator::join_static() {
 
 std::optional<NodeCoordinator::Layout> NodeCoordinator::join_round(int64_t round) {
   if (round < 0) round = current_round();
-  const auto deadline = Clock::now() + config_.join_timeout;
   while (true) {
+    // Each round gets the whole --join-timeout: a node that waited long for a full round to end
+    // must not find its time used up in the next one.
+    const auto deadline = Clock::now() + config_.join_timeout;
     const std::string base = kPrefix + "rdzv/" + std::to_string(round) + "/";
     const int64_t slot = store_->add(base + "joined", 1) - 1;
     store_->set(base + "slot/" + std::to_string(slot), std::to_string(config_.nproc_per_node));
