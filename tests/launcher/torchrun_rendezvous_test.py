@@ -74,21 +74,17 @@ def main():
     args = ap.parse_args()
     ok = True
 
-    port = free_port()
-    t = torchrun(args.shim, port)
-    if not wait_listening(port):
-        t.kill()
-        print("FAIL: torchrun's store never listened:\n" + t.communicate()[0])
-        return 1
-    ok &= expect_refused("torchrun hosts", ddprun(args.ddprun, port), t)
-
-    port = free_port()
-    d = ddprun(args.ddprun, port)
-    if not wait_listening(port):
-        d.kill()
-        print("FAIL: ddprun's store never listened:\n" + d.communicate()[0])
-        return 1
-    ok &= expect_refused("ddprun hosts", d, torchrun(args.shim, port))
+    for name, host, guest in (("torchrun hosts", lambda p: torchrun(args.shim, p), lambda p: ddprun(args.ddprun, p)),
+                              ("ddprun hosts", lambda p: ddprun(args.ddprun, p), lambda p: torchrun(args.shim, p))):
+        port = free_port()
+        first = host(port)
+        if not wait_listening(port):
+            first.kill()
+            print("FAIL %s: the store never listened:\n%s" % (name, first.communicate()[0]))
+            return 1
+        # ddprun is the one to refuse: the guest when torchrun hosts, the host when ddprun does.
+        second = guest(port)
+        ok &= expect_refused(name, *((second, first) if name == "torchrun hosts" else (first, second)))
     return 0 if ok else 1
 
 
