@@ -232,3 +232,50 @@ TEST_F(CifarResume, TorchrunTrainsToTheSameWeightsAsDdprun) {
   ASSERT_EQ(p.wait(180s), 0) << p.output();
   expect_same_model(baseline, dir + "/torchrun/model.pt");
 }
+
+namespace {
+
+// Synthetic CIFAR-10 only: the elastic test compares with no baseline run.
+class CifarElastic : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = ddp::testing::make_temp_dir("cifar-elastic");
+    data = dir + "/data";
+    Subprocess gen({DDP_MAKE_CIFAR10_SYNTHETIC, "--out", data, "--train", "3200", "--test", "200", "--seed", "4",
+                    "--layout", "bin"});
+    ASSERT_EQ(gen.wait(60s), 0) << gen.output();
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string dir, data;
+};
+
+}  // namespace
+
+// An elastic job's resume, as train_cifar10 does it: 2 ranks stopped (SIGTERM) in the second epoch, resumed
+// by 3. The rest of the epoch's order is dealt to the 3 ranks (docs/CHECKPOINTS.md, "Elastic
+// resume"), so the resumed attempt trains exactly the images of the epoch that were left, rounded up
+// to a multiple of 3 (the padding of the last batch), and the run finishes. Each rank resuming at its
+// own start index in the 3-rank list instead trains 3 x (1067 - k) images, far fewer.
+TEST_F(CifarElastic, ResumedByMoreRanksTrainsTheRestOfTheEpochOnce) {
+  const std::string metrics = dir + "/metrics.jsonl";
+  Subprocess first(with_launcher({kDdprun, "--standalone", "--nproc-per-node", "2"},
+                                 cifar_args(data, dir + "/model", dir + "/ck")));
+  ASSERT_TRUE(wait_for(first, "Train Epoch: 2 [480/1600")) << first.output();  // the log counts epochs from 1
+  first.kill(SIGTERM);
+  ASSERT_EQ(first.wait(60s), 143) << first.output();
+  std::smatch m;
+  const std::string out = first.output();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(stopping on signal 15 after global step ([0-9]+))"))) << out;
+  const int64_t steps_in_epoch = std::stoll(m[1]) - 100;  // epoch 0 had 100 steps of 2 x 16 images
+  ASSERT_GT(steps_in_epoch, 0);
+  const int64_t left = 3200 - steps_in_epoch * 2 * 16;
+
+  auto args = cifar_args(data, dir + "/model", dir + "/ck");
+  args.insert(args.end(), {"--resume", "auto", "--metrics-file", metrics});
+  Subprocess second(with_launcher({kDdprun, "--standalone", "--nproc-per-node", "3"}, args));
+  ASSERT_EQ(second.wait(180s), 0) << second.output();
+  EXPECT_NE(second.output().find("was saved by 2 ranks, this run has 3"), std::string::npos) << second.output();
+  EXPECT_EQ(summary_value(metrics, "trained_images"), (left + 2) / 3 * 3)
+      << left << " images of epoch 1 were left when the 2 ranks stopped";
+  EXPECT_TRUE(fs::exists(dir + "/model/model.pt"));
+}
