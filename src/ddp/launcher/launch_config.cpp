@@ -230,8 +230,11 @@ void run_python_like_torchrun(LaunchConfig& c, const EnvMap& env) {
 // ---- parsing --------------------------------------------------------------------------------------
 // Not util::parse_command_line (cxxopts): ddprun stops at the first positional word, and everything
 // from there on belongs to the program it runs, flags included (torchrun's contract).
-LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMap& env) {
-  LaunchConfig c;
+namespace {
+
+// Splits argv into ddprun's flags (canonical names, dashes) and the program with its arguments;
+// -h/--help and --version set `c` and stop there.
+std::map<std::string, std::string> split_command_line(const std::vector<std::string>& argv, LaunchConfig& c) {
   std::map<std::string, std::string> cli;
   size_t i = 1;
   for (; i < argv.size(); ++i) {
@@ -243,11 +246,11 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
     if (arg.empty() || arg[0] != '-' || arg == "-") break;  // the program
     if (arg == "-h" || arg == "--help") {
       c.help = true;
-      return c;
+      return cli;
     }
     if (arg == "--version") {
       c.version = true;
-      return c;
+      return cli;
     }
     std::string name, value;
     bool has_value = false;
@@ -282,8 +285,11 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
     cli[name] = value;
   }
   for (; i < argv.size(); ++i) c.program.push_back(argv[i]);
+  return cli;
+}
 
-  Sources s(std::move(cli), env);
+// The switches, and the start method torchrun takes (validated, no effect here).
+void read_switches(const Sources& s, LaunchConfig& c) {
   auto flag_bool = [&](const std::string& flag) {
     auto r = s.get(flag);
     return r ? util::parse_bool(r->source, r->value) : false;
@@ -297,6 +303,10 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
   if (auto r = s.get("start-method"))
     if (r->value != "spawn" && r->value != "fork" && r->value != "forkserver")
       throw ConfigError(r->source + "='" + util::printable(r->value) + "' is not spawn, fork or forkserver");
+}
+
+// The rendezvous, the node count and this node's rank (static) or the c10d rendezvous's range.
+void read_nodes(const Sources& s, LaunchConfig& c) {
   std::optional<Raw> backend = s.get("rdzv-backend");
   if (backend && backend->value != "static" && backend->value != "c10d")
     throw ConfigError(backend->source + "='" + util::printable(backend->value) +
@@ -342,7 +352,10 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
   }
   if (c.standalone && c.nnodes != 1)
     throw ConfigError("--standalone runs one node, but the node count is " + std::to_string(c.nnodes));
+}
 
+// Where the store is: flags / PET_*, then --rdzv-endpoint, then MASTER_ADDR / MASTER_PORT.
+void read_store_address(const Sources& s, LaunchConfig& c) {
   // Store address: flags / PET_*, then --rdzv-endpoint, then MASTER_ADDR / MASTER_PORT. Every value
   // that is set is checked, also where another one wins (--standalone, a flag over a variable): a
   // garbage value is a mistake to report, not one to step over.
@@ -373,7 +386,10 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
     c.master_addr = host;
     c.master_port = port_number;
   }
+}
 
+// The workers: how many, how often restarted, how watched and stopped.
+void read_workers(const Sources& s, const EnvMap& env, LaunchConfig& c) {
   // Workers.
   if (auto r = s.get("nproc-per-node")) {
     if (r->value == "auto" || r->value == "cpu" || r->value == "gpu") {
@@ -397,6 +413,10 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
   if (auto r = s.get("grace-period")) c.grace_period = parse_seconds(*r, 0, true);
   if (auto r = s.get("join-timeout")) c.join_timeout = parse_seconds(*r, 0, false);
   if (auto r = s.get("store-timeout")) c.store_timeout = parse_seconds(*r, 0, false);
+}
+
+// --rdzv-conf: each key either taken (unless its own flag is given) or noted as having no effect.
+void read_rdzv_conf(const Sources& s, LaunchConfig& c) {
   if (auto r = s.get("rdzv-conf")) {
     RdzvConf conf = parse_rdzv_conf(r->source, r->value);
     auto take = [&](const std::optional<std::chrono::milliseconds>& value, const char* flag, const char* key,
@@ -417,6 +437,10 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
     }
     c.notes.insert(c.notes.end(), conf.no_effect.begin(), conf.no_effect.end());
   }
+}
+
+// The job's names and where the workers' output goes.
+void read_names_and_output(const Sources& s, LaunchConfig& c) {
   if (auto r = s.get("run-id")) {
     check_name(*r);
     c.run_id = r->value;
@@ -432,7 +456,21 @@ LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMa
   if (auto r = s.get("tee")) c.tee = StreamSpec::parse(r->source, r->value);
   if (auto r = s.get("redirects")) c.redirects = StreamSpec::parse(r->source, r->value);
   if (auto r = s.get("local-ranks-filter")) c.local_ranks_filter = parse_local_ranks(*r);
+}
 
+}  // namespace
+
+LaunchConfig parse_launch_args(const std::vector<std::string>& argv, const EnvMap& env) {
+  LaunchConfig c;
+  std::map<std::string, std::string> cli = split_command_line(argv, c);
+  if (c.help || c.version) return c;
+  const Sources s(std::move(cli), env);
+  read_switches(s, c);
+  read_nodes(s, c);
+  read_store_address(s, c);
+  read_workers(s, env, c);
+  read_rdzv_conf(s, c);
+  read_names_and_output(s, c);
   if (c.program.empty()) throw ConfigError("no program to run: ddprun [options] [--] program [args...]");
   run_python_like_torchrun(c, env);
   return c;
