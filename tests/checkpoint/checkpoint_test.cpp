@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <tuple>
 #include <fstream>
 #include <signal.h>
 
@@ -213,29 +214,35 @@ TEST_F(CheckpointerTest, PayloadThatDoesNotParseFallsBackToThePrevious) {
     good_payload.assign(std::istreambuf_iterator<char>(in), {});
     good_payload = good_payload.substr(ddp::detail::kCheckpointHeaderSize);
   }
-  // A valid archive without model, optimizer and rng: everything read_checkpoint_info reads is there.
-  std::string no_model;
-  {
+  // A valid archive without model, optimizer and rng: everything read_checkpoint_info reads is there,
+  // `key` (when given) replaced by `value`.
+  auto info_only = [&](const std::string& key = "", int64_t value = 0) {
+    std::string bytes;
     torch::serialize::InputArchive in;
     in.load_from(good_payload.data(), good_payload.size());
     torch::serialize::OutputArchive out;
     for (const char* k : {"format", "epoch", "step_in_epoch", "global_step", "samples_in_epoch", "world_size", "metadata"}) {
       c10::IValue v;
-      ASSERT_TRUE(in.try_read(k, v));
-      out.write(k, v);
+      EXPECT_TRUE(in.try_read(k, v)) << k;
+      out.write(k, k == key ? c10::IValue(value) : v);
     }
     out.save_to([&](const void* d, size_t n) {
-      no_model.append(static_cast<const char*>(d), n);
+      bytes.append(static_cast<const char*>(d), n);
       return n;
     });
-  }
-  const std::vector<std::pair<std::string, std::string>> bad_payloads = {
-      {"garbage", std::string(4096, '\x5a')},
-      {"half a zip", good_payload.substr(0, good_payload.size() / 2)},
-      {"int metadata", archive_with_int_metadata()},
-      {"no model", no_model},
+    return bytes;
   };
-  for (const auto& [what, payload] : bad_payloads) {
+  const std::string no_model = info_only();
+  // What is wrong, and what the error must say (the last two are read before the model is looked for).
+  const std::vector<std::tuple<std::string, std::string, std::string>> bad_payloads = {
+      {"garbage", std::string(4096, '\x5a'), "payload"},
+      {"half a zip", good_payload.substr(0, good_payload.size() / 2), "payload"},
+      {"int metadata", archive_with_int_metadata(), "payload"},
+      {"no model", no_model, "payload"},
+      {"negative samples_in_epoch", info_only("samples_in_epoch", -8), "payload's 'samples_in_epoch' is negative (-8)"},
+      {"world_size 0", info_only("world_size", 0), "payload's 'world_size' is 0, not a number of ranks"},
+  };
+  for (const auto& [what, payload, says] : bad_payloads) {
     SCOPED_TRACE(what);
     fs::remove(dir + "/" + checkpoint_file_name(20) + ".stale");
     p.global_step = 20;
@@ -243,7 +250,7 @@ TEST_F(CheckpointerTest, PayloadThatDoesNotParseFallsBackToThePrevious) {
     write_framed(newer, payload);
     std::string msg = data_error([&] { read_checkpoint_info(newer); });
     EXPECT_NE(msg.find(newer), std::string::npos) << msg;
-    EXPECT_NE(msg.find("payload"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(says), std::string::npos) << msg;
     EXPECT_EQ(find_latest_valid_checkpoint(dir), older);
 
     Net net2;

@@ -80,7 +80,17 @@ void parse_payload(OpenedCheckpoint& ck, const std::string& path, std::string_vi
     if (!offset.isInt()) throw DataError("checkpoint " + path + ": the payload's 'epoch_offset' is not an integer");
     info.progress.epoch_offset = offset.toInt();
   }
+  // Counters a sampler or a loop would start from: a negative one is a damaged file, skipped like one.
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"epoch", info.progress.epoch},
+                                   {"step_in_epoch", info.progress.step_in_epoch},
+                                   {"global_step", info.progress.global_step},
+                                   {"samples_in_epoch", info.progress.samples_in_epoch},
+                                   {"epoch_offset", info.progress.epoch_offset}})
+    if (value < 0) throw DataError("checkpoint " + path + ": the payload's '" + key + "' is negative (" + std::to_string(value) + ")");
   info.world_size = static_cast<int>(read_int(ck.archive, "world_size", path));
+  if (info.world_size < 1)
+    throw DataError("checkpoint " + path + ": the payload's 'world_size' is " + std::to_string(info.world_size) +
+                    ", not a number of ranks");
   c10::IValue metadata;
   if (!ck.archive.try_read("metadata", metadata) || !metadata.isGenericDict())
     throw DataError("checkpoint " + path + ": the payload has no 'metadata' dict");
