@@ -127,6 +127,10 @@ class Agent {
       } catch (const Interrupted& i) {
         DDP_LOG(WARN) << "stopped by " << signal_name(i.signal) << " while joining the other nodes";
         return finish(128 + i.signal);
+      } catch (const Error& e) {
+        // The job was ended meanwhile, the rendezvous timed out or the store failed: no workers run.
+        // Reported as main() reports any error (log line, ddprun's own error file), then the leave.
+        return finish(report_and_exit_code(e));
       }
       round = layout_.round;
       DDP_LOG(INFO) << "run " << run_id << " attempt " << round << ": node " << layout_.node_rank << " of "
