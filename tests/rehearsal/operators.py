@@ -3,7 +3,9 @@ the Job controller) for a TrainJob, and the Job controller for a batch/v1 Job. E
 in a netpods.Pod; the container's command and args run with the environment the controller would give
 them, mapped onto this machine (see PodFactory).
 
-What the v1 operator does and this plays (pkg/controller.v1/pytorch/envvar.go, master.go, common/pod.go):
+What the v1 operator does and this plays (training-operator v1.9.0 = release-1.9:
+pkg/controller.v1/pytorch/envvar.go setPodEnv, master.go, elastic.go, pytorchjob_controller.go
+UpdateJobStatus, pkg/apis/kubeflow.org/v1/pytorch_defaults.go, common/pod.go):
   - pods <job>-master-0 and <job>-worker-<i>, hostname = pod name, one headless Service (DNS record)
     per pod; the template's labels plus the operator's own, which changed over its versions
     (OPERATOR_LABELS, play_pytorchjob's `operator`): training.kubeflow.org/{job-name,operator-name,
@@ -13,17 +15,28 @@ What the v1 operator does and this plays (pkg/controller.v1/pytorch/envvar.go, m
     latter in 1.3 (kubeflow/common v0.3.7 constants.go); group-name, pytorch-job-name,
     pytorch-replica-type, pytorch-replica-index, pytorch-job-role in kubeflow/pytorch-operator v1.0
     (controller.v1/pytorch/controller.go, pod.go: what an old MiniKF runs)
-  - env appended to every container, in this order: PYTHONUNBUFFERED=1, MASTER_PORT, PET_MASTER_PORT
-    (the `pytorchjob-port` container port, default 23456), MASTER_ADDR, PET_MASTER_ADDR
-    (<job>-master-0), WORLD_SIZE (pods x nprocPerNode, `auto` counting 1), RANK (pod index, workers
-    +1), PET_NODE_RANK (= RANK), PET_NPROC_PER_NODE (spec.nprocPerNode, defaulted to "auto"),
-    PET_NNODES (number of pods)
+  - the job defaulted first (v1_defaults): nprocPerNode "auto" unless elasticPolicy.nProcPerNode is
+    set; an elasticPolicy's missing minReplicas/maxReplicas from the other, or both = Worker replicas
+  - env appended to every container, in this order (v1_env): PYTHONUNBUFFERED=1; only when a Master
+    replica exists: MASTER_PORT, PET_MASTER_PORT (the Master's `pytorchjob-port` container port,
+    default 23456), MASTER_ADDR, PET_MASTER_ADDR (<job>-master-0), WORLD_SIZE (pods x nprocPerNode,
+    `auto` counting 1), RANK and PET_NODE_RANK (pod index, workers +1); PET_NPROC_PER_NODE
+    (spec.nprocPerNode) when set; then with spec.elasticPolicy (v1_elastic_env): PET_RDZV_ENDPOINT
+    (rdzvHost or <job>-worker-0, ':', rdzvPort or the Worker's `pytorchjob-port`), PET_RDZV_BACKEND
+    (rdzvBackend, default c10d), PET_NNODES ("min:max"), PET_MAX_RESTARTS (maxRestarts), PET_NPROC_PER_NODE
+    (the deprecated elasticPolicy.nProcPerNode), PET_RDZV_ID (rdzvId), PET_RDZV_CONF ("k=v,k=v" from
+    rdzvConf), PET_STANDALONE (empty, when standalone); without it PET_NNODES (number of pods)
   - restartPolicy ExitCode: a failed pod with exit code >= 128 is deleted and created again (a new pod:
     new IP, the Service record follows it); 1-127 fails the job. OnFailure/Always restart the
-    container in place; Never fails the job. The job succeeds when the Master succeeds.
+    container in place; Never fails the job. The job succeeds when the Master succeeds; without a
+    Master when every Worker did, or, with an elasticPolicy, as soon as one Worker did (v1_succeeded).
   - runPolicy.cleanPodPolicy Running/All: pods still running when the job ends are deleted.
-Not played: the operator's `init-pytorch` init container (nslookup of the master until it resolves);
-leaving it out exercises the trainer's own retry on a name that does not resolve yet, which is also
+  - a pod whose node is lost (PodRun.lose_node, played for the elastic scenarios): its processes die,
+    its pod object stays until the node is removed (a hold the caller chooses), then the operator
+    creates the missing pod; no exit code or restart policy is involved.
+Not played: the elasticPolicy's metrics / HPA (hpa.go; the number of Worker pods stays the
+template's), and the operator's `init-pytorch` init container (nslookup of the master until it
+resolves); leaving it out exercises the trainer's own retry on a name that does not resolve yet, which is also
 what Trainer v2 gives (it has no such init container).
 
 Trainer v2 (pkg/runtime/framework/plugins/torch/torch.go): the runtime's replicated job `node` becomes
@@ -34,6 +47,7 @@ the CPU request, at least 1), PET_NODE_RANK (the completion index), PET_MASTER_A
 runtimePatches are merged into the pod template (volumes, volumeMounts, securityContext, metadata).
 """
 import copy
+import math
 import os
 import re
 import signal
@@ -203,6 +217,7 @@ class PodRun:
         self.phase = "Pending"     # Pending, Running, Succeeded, Failed
         self.exit_code = None
         self.incarnation = 0
+        self.lost_until = None     # lose_node(): when the lost node's pod object is gone
         self.log_path = os.path.join(factory.logs_dir, f"{name}.log")
 
     def create(self):
@@ -210,6 +225,7 @@ class PodRun:
         self.incarnation += 1
         self.pod = self.factory.cluster.create_pod(self.name, self.hostname, self.aliases)
         self.phase, self.exit_code, self.proc, self.init_failed = "Running", None, None, None
+        self.lost_until = None
         self.stage = -1
         return self.pod
 
@@ -255,6 +271,22 @@ class PodRun:
         self.exit_code = rc
         return rc
 
+    def lose_node(self, hold=None):
+        """The pod's node goes away: every process of the pod dies at once (SIGKILL), and the pod
+        object stays until the node is removed, `hold` seconds, or with None until end_hold() (the
+        node controller marks the node NotReady and evicts its pods, and the pod garbage collector
+        deletes them once the Node object is gone: minutes on a real cluster, until the node is
+        replaced). Only then does the operator see the pod missing and create it again; no exit
+        code reaches it (play_pytorchjob)."""
+        self.pod.signal_all(signal.SIGKILL)
+        self.lost_until = math.inf if hold is None else time.time() + hold
+
+    def end_hold(self):
+        """The lost node's pod object is gone now: the operator creates the pod on its next pass."""
+        self.lost_until = time.time()
+        if self.pod is None and self.phase == "Pending":
+            self.create_at = self.containers_at = self.lost_until
+
     def restart_in_place(self):
         self.stage = "main"
         self.phase = "Running"
@@ -269,26 +301,88 @@ class PodRun:
 
 # ---- PyTorchJob (training-operator v1.9) ---------------------------------------------------------
 
-def v1_env(job, rtype, index):
+def v1_defaults(job):
+    """The job as the v1.9 controller sees it after the scheme's defaulting (pytorch_defaults.go,
+    SetDefaults_PyTorchJob; the controller calls Scheme.Default before it reconciles): replicas 1,
+    elasticPolicy's missing min/max from the other (both from Worker replicas when neither is set),
+    nprocPerNode "auto" unless elasticPolicy.nProcPerNode is set (the pytorchjob-port default,
+    23456, is v1_port's)."""
+    job = copy.deepcopy(job)
     spec = job["spec"]
-    replicas = spec["pytorchReplicaSpecs"]
-    name = job["metadata"]["name"]
-    total = sum(int(r.get("replicas", 1)) for r in replicas.values())
-    nproc = spec.get("nprocPerNode", "auto")   # the v1.9 defaulting webhook sets "auto"
-    nproc_int = int(nproc) if str(nproc).isdigit() else 1
-    master = replicas["Master"]["template"]["spec"]["containers"]
-    port = V1_DEFAULT_PORT
-    for c in master:
+    for rs in spec["pytorchReplicaSpecs"].values():
+        rs.setdefault("replicas", 1)
+    ep = spec.get("elasticPolicy")
+    if ep is not None:
+        if "minReplicas" not in ep and "maxReplicas" not in ep:
+            workers = spec["pytorchReplicaSpecs"]["Worker"]["replicas"]   # the webhook requires a Worker
+            ep["minReplicas"] = ep["maxReplicas"] = workers
+        elif "minReplicas" not in ep:
+            ep["minReplicas"] = ep["maxReplicas"]
+        elif "maxReplicas" not in ep:
+            ep["maxReplicas"] = ep["minReplicas"]
+    if ep is None or ep.get("nProcPerNode") is None:
+        spec.setdefault("nprocPerNode", "auto")
+    return job
+
+
+def v1_port(job, rtype):
+    """The `pytorchjob-port` of a replica type's pytorch container (getPortFromPyTorchJob; defaulted
+    to 23456 when the template has none)."""
+    for c in job["spec"]["pytorchReplicaSpecs"][rtype]["template"]["spec"]["containers"]:
         if c["name"] == "pytorch":
             for p in c.get("ports", []) or []:
                 if p.get("name") == V1_PORT_NAME:
-                    port = int(p["containerPort"])
-    rank = index + 1 if rtype == "Worker" else index
-    master_addr = f"{name}-master-0"
-    env = [("PYTHONUNBUFFERED", "1"), ("MASTER_PORT", str(port)), ("PET_MASTER_PORT", str(port)),
-           ("MASTER_ADDR", master_addr), ("PET_MASTER_ADDR", master_addr),
-           ("WORLD_SIZE", str(total * nproc_int)), ("RANK", str(rank)), ("PET_NODE_RANK", str(rank)),
-           ("PET_NPROC_PER_NODE", str(nproc)), ("PET_NNODES", str(total))]
+                    return int(p["containerPort"])
+    return V1_DEFAULT_PORT
+
+
+def v1_elastic_env(job):
+    """ElasticEnvVarGenerator.Generate (elastic.go), in its order, on the defaulted job."""
+    name = job["metadata"]["name"]
+    ep = job["spec"]["elasticPolicy"]
+    host = ep.get("rdzvHost", f"{name}-worker-0")
+    port = ep.get("rdzvPort", v1_port(job, "Worker"))
+    env = [("PET_RDZV_ENDPOINT", f"{host}:{port}"), ("PET_RDZV_BACKEND", ep.get("rdzvBackend", "c10d"))]
+    # "min:max" (the generator's other branch, Worker replicas, needs neither set: never after defaulting)
+    env.append(("PET_NNODES", f"{ep['minReplicas']}:{ep['maxReplicas']}"))
+    if "maxRestarts" in ep:
+        env.append(("PET_MAX_RESTARTS", str(int(ep["maxRestarts"]))))
+    if "nProcPerNode" in ep:
+        env.append(("PET_NPROC_PER_NODE", str(int(ep["nProcPerNode"]))))
+    if "rdzvId" in ep:
+        env.append(("PET_RDZV_ID", str(ep["rdzvId"])))
+    if ep.get("rdzvConf") is not None:
+        if not ep["rdzvConf"]:   # the generator cuts the trailing comma off an empty string: a panic
+            raise ValueError("elasticPolicy.rdzvConf is an empty list: the v1.9 operator panics on it")
+        env.append(("PET_RDZV_CONF", ",".join(f"{c.get('key', '')}={c.get('value', '')}" for c in ep["rdzvConf"])))
+    if ep.get("standalone"):
+        env.append(("PET_STANDALONE", ""))
+    return env
+
+
+def v1_env(job, rtype, index):
+    """setPodEnv (envvar.go): what the operator appends to each container of pod <rtype>-<index>."""
+    job = v1_defaults(job)
+    spec = job["spec"]
+    replicas = spec["pytorchReplicaSpecs"]
+    name = job["metadata"]["name"]
+    total = sum(int(r["replicas"]) for r in replicas.values())
+    nproc = spec.get("nprocPerNode")
+    nproc_int = int(nproc) if str(nproc).isdigit() else 1
+    env = [("PYTHONUNBUFFERED", "1")]
+    if "Master" in replicas:   # MASTER_*, WORLD_SIZE and RANK only with a Master (master.go)
+        port = v1_port(job, "Master")
+        rank = index + 1 if rtype == "Worker" else index
+        master_addr = f"{name}-master-0"
+        env += [("MASTER_PORT", str(port)), ("PET_MASTER_PORT", str(port)),
+                ("MASTER_ADDR", master_addr), ("PET_MASTER_ADDR", master_addr),
+                ("WORLD_SIZE", str(total * nproc_int)), ("RANK", str(rank)), ("PET_NODE_RANK", str(rank))]
+    if nproc is not None:
+        env.append(("PET_NPROC_PER_NODE", str(nproc)))
+    if spec.get("elasticPolicy") is not None:
+        env += v1_elastic_env(job)
+    else:
+        env.append(("PET_NNODES", str(total)))
     return env
 
 
@@ -331,6 +425,20 @@ def pod_labels(job, rtype, index, operator="training-operator v1.9"):
     return labels
 
 
+def v1_succeeded(job, runs):
+    """Why the job is Succeeded (UpdateJobStatus, pytorchjob_controller.go), or None: with a Master,
+    when the Master succeeded; Workers only, when every Worker did, or with an elasticPolicy as soon
+    as one Worker did (the others are then cleaned up by cleanPodPolicy)."""
+    done = [r for r in runs if r.phase == "Succeeded"]
+    if any(r.rtype == "Master" for r in runs):
+        return "the master succeeded" if any(r.rtype == "Master" for r in done) else None
+    if len(done) == len(runs):
+        return "every worker succeeded"
+    if job["spec"].get("elasticPolicy") is not None and done:
+        return f"{done[0].name} succeeded (elasticPolicy: one worker is enough)"
+    return None
+
+
 def play_pytorchjob(job, factory, timeout, dns_delay=0.0, master_start_delay=0.0, on_tick=None,
                     operator="training-operator v1.9"):
     """Runs the job to an end. dns_delay: the master's record appears that many seconds after the
@@ -362,7 +470,6 @@ def play_pytorchjob(job, factory, timeout, dns_delay=0.0, master_start_delay=0.0
             res.recreated[pod_name] = 0
             res.restarted[pod_name] = 0
     deadline = time.time() + timeout
-    master = runs[0]
     while True:
         now = time.time()
         for r in runs:
@@ -385,6 +492,19 @@ def play_pytorchjob(job, factory, timeout, dns_delay=0.0, master_start_delay=0.0
             if rc is None:
                 continue
             res.exits.append((r.name, r.incarnation, rc))
+            if r.lost_until is not None:
+                # A lost node's pod: no container status, no restart policy; the operator creates the
+                # missing pod once the pod object is gone (the hold).
+                factory.cluster.unpublish(r.name)
+                r.delete()
+                r.phase = "Pending"
+                r.create_at = r.containers_at = max(r.lost_until, time.time() + 1.0)
+                res.recreated[r.name] += 1
+                hold = "until the node is replaced" if r.create_at == math.inf else \
+                    f"for {r.create_at - time.time():.1f} s"
+                res.event(f"pod {r.name} lost with its node (its processes ended {rc}): the pod object stays "
+                          f"{hold}, then the operator creates it again")
+                continue
             if rc == 0:
                 res.event(f"pod {r.name} succeeded")
                 continue
@@ -406,8 +526,10 @@ def play_pytorchjob(job, factory, timeout, dns_delay=0.0, master_start_delay=0.0
                 res.event(f"container of {r.name} restarted in place")
             else:
                 res.condition, res.reason = "Failed", f"{r.name} failed with restartPolicy Never"
-        if master.phase == "Succeeded" and res.condition is None:
-            res.condition, res.reason = "Succeeded", "the master succeeded"
+        if res.condition is None:
+            done = v1_succeeded(job, runs)
+            if done:
+                res.condition, res.reason = "Succeeded", done
         if res.condition is None and time.time() > deadline:
             res.condition, res.reason = "Timeout", f"no end after {timeout} s"
         if res.condition is not None:
