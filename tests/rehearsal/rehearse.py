@@ -21,6 +21,20 @@ the environment the controller injects (operators.py). Scenarios:
                runtime, after the data-prep Job, the master's record 5 s late. Must complete.
   ddprun       overlays/cpu-ddprun: PyTorchJob with nprocPerNode "2" and ddprun as the command (3 pods
                x 2 processes). Must complete.
+  elastic      overlays/cpu-elastic: an elastic PyTorchJob (Workers only, 3 pods x ddprun 2 processes,
+               elasticPolicy 1..3 nodes, c10d rendezvous hosted by worker-0's ddprun; last_call_timeout
+               3 s and --checkpoint-every 5 to keep it short, nprocPerNode "2" as `auto` gives under
+               the template's CPU limit). Once the group of 3 wrote a checkpoint, worker-2's node is
+               lost: every process of the pod SIGKILLed, the pod object held (operators.PodRun.lose_node:
+               a node being replaced) until the group of 2 wrote a checkpoint of its own, then created
+               again. Must hold: the operator's env is the elastic one (PET_RDZV_ENDPOINT
+               <job>-worker-0:23456, PET_NNODES 1:3, ..., no MASTER_ADDR/RANK/WORLD_SIZE); worker-0 and
+               worker-1 each log an attempt of 2 nodes after the loss and one of 3 after that; one of
+               them logs the re-forming for the waiting node; worker-2 was created again once and its
+               new incarnation ran in a group of 3; job Succeeded (one worker succeeding is enough,
+               elasticPolicy); every failure exit code >= 128; the workers resumed from checkpoints
+               after step 0, across 6 -> 4 and 4 -> 6 ranks; model.pt written. (Not compared with
+               another run's weights: the world size changes the numerics.)
   ranzcr-cpu   k8s/ranzcr (Master 1 + Worker 3, GPU manifest) with its data-prep Job, played on CPU:
                --device cpu --backend gloo --amp none --image-size 64 --arch resnet18 --epochs 1
                --batch-size 8. Must complete with a model and a checkpoint.
@@ -97,6 +111,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "support"))
 import chaos  # noqa: E402
 import chroot_build  # noqa: E402  (the Dockerfile parser: the image's ENV)
 import ci  # noqa: E402
+import elastic  # noqa: E402
 import k8s_schema  # noqa: E402
 import kustomize_lite  # noqa: E402
 import netpods  # noqa: E402
@@ -492,6 +507,82 @@ def scenario_ddprun(sc, state):
     expect(bool(model_digest(os.path.join(sc.pvc, "models", name))), "the model was written")
 
 
+# The elastic scenario: the checkpoints close together, so the group at each size writes some; the
+# lost node's pod comes back once the smaller group has written one (at least ELASTIC_HOLD_S after
+# the loss, at most ELASTIC_HOLD_MAX_S).
+ELASTIC_OVERRIDES = OVERRIDES + [("--checkpoint-every", "5")]
+ELASTIC_HOLD_S, ELASTIC_HOLD_MAX_S = 5.0, 90.0
+
+
+def scenario_elastic(sc, state):
+    """overlays/cpu-elastic (Workers 1..3 x ddprun, c10d rendezvous on worker-0): once the group of 3
+    has written a checkpoint, worker-2's node is lost (every process SIGKILLed, the pod held away as
+    a node being replaced); the other two go on as a group of 2; then the pod comes back, joins, and
+    the group re-forms with 3 nodes; the job must succeed."""
+    lost = {}
+    survivors = ["worker-0", "worker-1"]
+
+    def on_tick(res, runs):
+        name = res.name
+        pods = {r.name[len(name) + 1:]: r for r in runs}
+        logs = {k: sc.log_text(r.name) for k, r in pods.items()}
+        steps = checkpoint_steps(os.path.join(sc.pvc, "checkpoints", name))
+        if not lost:
+            up = all(r.phase == "Running" and r.stage == "main" for r in runs)
+            if up and steps and all(3 in elastic.sizes(t) for t in logs.values()):
+                res.event(f"checkpoint at step {steps[-1]} and 3 nodes: worker-2's node is lost "
+                          "(SIGKILL of every process, the pod held until the node is replaced)")
+                pods["worker-2"].lose_node()
+                lost.update(at=time.time(), step=steps[-1], seen={k: len(elastic.events(logs[k])) for k in survivors})
+        elif "back" not in lost:
+            small = all(2 in [e[3] for e in elastic.events(logs[k])[lost["seen"][k]:] if e[0] == "attempt"]
+                        for k in survivors)
+            held = time.time() - lost["at"]
+            if (small and steps and steps[-1] > lost["step"] and held >= ELASTIC_HOLD_S) or held >= ELASTIC_HOLD_MAX_S:
+                res.event(f"worker-2's node replaced after {held:.1f} s (the group of 2 wrote checkpoint "
+                          f"{steps[-1]}): the pod object is gone")
+                pods["worker-2"].end_hold()
+                lost["back"] = steps[-1]
+    job, res = pytorchjob_run(sc, elastic.OVERLAY, ELASTIC_OVERRIDES, mutate=elastic.shorten, on_tick=on_tick,
+                              data_first=True, timeout=400)
+    name = job["metadata"]["name"]
+    if res.condition != "Succeeded":
+        print(sc.tail(name, 30))
+    env = dict(operators.v1_env(job, "Worker", 1))
+    expect(env.get("PET_RDZV_ENDPOINT") == f"{name}-worker-0:23456" and env.get("PET_RDZV_BACKEND") == "c10d"
+           and env.get("PET_NNODES") == "1:3" and env.get("PET_MAX_RESTARTS") == "10"
+           and env.get("PET_RDZV_CONF") == f"last_call_timeout={elastic.LAST_CALL_S}"
+           and not {"MASTER_ADDR", "RANK", "WORLD_SIZE", "PET_NODE_RANK"} & set(env),
+           f"the operator's elastic env, no MASTER_ADDR/RANK/WORLD_SIZE/PET_NODE_RANK: {sorted(env.items())}")
+    expect("at" in lost, f"worker-2's node was lost once the group of 3 had a checkpoint (step {lost.get('step')})")
+    expect(res.condition == "Succeeded", f"PyTorchJob {name} succeeded ({res.reason})")
+    logs = {k: sc.log_text(f"{name}-{k}") for k in ("worker-0", "worker-1", "worker-2")}
+    for k in survivors:
+        after = [e for e in elastic.events(logs[k])[lost["seen"][k]:]]
+        sizes = [e[3] for e in after if e[0] == "attempt"]
+        expect(2 in sizes, f"{k} went on in a group of 2 nodes after the loss (attempt sizes after it: {sizes})")
+        if 2 in sizes:
+            later = after[[e[3] for e in after].index(2) + 1:]
+            expect(any(e[0] == "attempt" and e[3] == 3 for e in later),
+                   f"{k} was in a group of 3 again after the group of 2 ({[e for e in later][:6]})")
+    reforms = [(k, e) for k in survivors for e in elastic.events(logs[k])[lost["seen"][k]:] if e[0] == "reform"]
+    expect(bool(reforms), f"a survivor re-formed the group for the waiting node (not a restart): {reforms[:2]}")
+    expect("back" in lost and res.recreated[f"{name}-worker-2"] == 1,
+           f"worker-2 was created again once (after the group of 2 wrote checkpoint {lost.get('back')})")
+    back = elastic.incarnations(logs["worker-2"])[-1]
+    expect(3 in elastic.sizes(back), f"the new worker-2 ran in a group of 3 nodes ({elastic.sizes(back)})")
+    failures = [(p, rc) for p, _, rc in res.exits if rc != 0]
+    expect(failures and all(rc >= 128 for _, rc in failures), f"every failure was retryable (>= 128): {failures}")
+    every = "\n".join(logs.values())
+    resumed = elastic.resumed_steps(every)
+    expect(any(st > 0 for st in resumed), f"workers resumed from checkpoints after step 0 (steps {sorted(set(resumed))})")
+    resized = sorted(set(elastic.resizes(every)))
+    expect((6, 4) in resized and (4, 6) in resized,
+           f"the trainers resumed across both changes of the world size, 6 -> 4 and 4 -> 6 ({resized})")
+    digest = model_digest(os.path.join(sc.pvc, "models", name))
+    expect("model.pt" in digest, f"the model was written: {sorted(digest)}")
+
+
 # The RANZCR jobs' GPU flags overridden so they run on this machine's CPUs, small and short.
 ISSUE27_FLAGS = ["--sync-bn", "--static-graph", "--comm-hook", "powersgd:1", "--powersgd-start-iter", "2", "--zero"]
 RANZCR_ON_CPU = [("--device", "cpu"), ("--backend", "gloo"), ("--amp", "none"), ("--image-size", "64"),
@@ -796,7 +887,7 @@ def scenario_pipeline(sc, state):
 
 SCENARIOS = {"dns-race": scenario_dns_race, "kill-worker": scenario_kill_worker, "bad-arg": scenario_bad_arg,
              "trainjob": scenario_trainjob, "ddprun": scenario_ddprun, "ranzcr-cpu": scenario_ranzcr_cpu,
-             "ranzcr-minikf": scenario_ranzcr_minikf, "sagemaker": scenario_sagemaker,
+             "ranzcr-minikf": scenario_ranzcr_minikf, "sagemaker": scenario_sagemaker, "elastic": scenario_elastic,
              "chaos": scenario_chaos, "pipeline": scenario_pipeline}
 
 
@@ -846,7 +937,7 @@ def main():
     args.bin_dir, lib_dir, found = make_bin_dir(os.path.abspath(args.build_dir), args.work, args.standin_bin_dir)
     if args.standin_bin_dir:
         print(f"WARNING: stand-in binaries from {args.standin_bin_dir}: harness development, not a rehearsal")
-    needed = {"train_cifar10", "make_cifar10_synthetic"} | ({"ddprun"} if {"trainjob", "ddprun", "chaos", "sagemaker"} & set(names) else set())
+    needed = {"train_cifar10", "make_cifar10_synthetic"} | ({"ddprun"} if {"trainjob", "ddprun", "elastic", "chaos", "sagemaker"} & set(names) else set())
     if {"ranzcr-cpu", "ranzcr-minikf", "sagemaker"} & set(names):
         needed |= {"train_ranzcr", "make_ranzcr_synthetic"}
     missing = sorted(needed - set(found))
