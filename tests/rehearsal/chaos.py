@@ -2,8 +2,10 @@
 
 Each round plays one job to its end — `overlays/cpu` (PyTorchJob, Master 1 + Worker 2, the trainer is
 the container), the same with `--zero` (the optimizer state sharded across the ranks, so every
-checkpoint is consolidated from three shards and every restart splits it again), or
-`overlays/cpu-ddprun` (3 pods x ddprun 2 processes) — and injects one or two faults at random times:
+checkpoint is consolidated from three shards and every restart splits it again),
+`overlays/cpu-ddprun` (3 pods x ddprun 2 processes), or `overlays/cpu-elastic` (the elastic job:
+Workers 1..3 x ddprun 2 processes, c10d rendezvous on worker-0; elastic.py's settings) — and injects
+one or two faults at random times:
 
   kill-worker   SIGKILL one train_cifar10 process (PyTorchJob: a worker pod's trainer; ddprun: one of
                 the two workers of a random pod, its ddprun survives)
@@ -13,6 +15,10 @@ checkpoint is consolidated from three shards and every restart splits it again),
   net-cut       take a random pod's veth down for longer than the configured timeout (then up again
                 if the pod is still there): packets are dropped, connections stay open, only
                 timeouts notice
+  lose-node     (elastic) the node of worker-1 or worker-2 (not the endpoint's, whose loss ends the
+                job) lost: every process of the pod SIGKILLed, the pod object held 1 s to 1.5x the
+                timeout (operators.PodRun.lose_node), then created again; the others go on without
+                it and the group grows again when it is back
 
 Everything random comes from the round's seed: the job variant and the first fault's kind (the seed
 indexes the list of (variant, kind) pairs, so consecutive seeds cover every pair), the target pod and
@@ -30,6 +36,12 @@ A round passes when the job ends in one of two ways:
                    of the reference is trained; the evaluations equal the reference's; the last
                    summary has the reference's step count.
   permanent error  Failed with an exit code 1-127 whose pod log ends with an ERROR line saying why.
+  succeeded        (the elastic job, whose group size changes the numerics: no reference weights)
+                   Succeeded with model.pt written, and the step history whole without the loss
+                   comparison (check_elastic_history): jumps back only to a written checkpoint and
+                   not past the furthest step trained, every epoch evaluated, the last at the last
+                   step, a summary with that step count; a lost pod created again while the job
+                   went on for REJOIN_S more must have run in a group (ddprun grew the group).
 It fails on anything else: a Timeout (the job not done within its bound, or the watchdog seeing no
 progress — no metrics record, no pod exit or creation, no fault — for --timeout + 30 s: a hang), a
 success with other weights or a broken history, a failure without a clear error.
@@ -48,6 +60,7 @@ import shutil
 import signal
 import time
 
+import elastic
 import operators
 
 VARIANTS = {
@@ -55,6 +68,7 @@ VARIANTS = {
     "pytorchjob": ("k8s/overlays/cpu", "cifar10", "train_cifar10", ["kill-worker", "kill-master", "net-cut"]),
     "pytorchjob-zero": ("k8s/overlays/cpu", "cifar10-zero", "train_cifar10", ["kill-worker"]),
     "ddprun": ("k8s/overlays/cpu-ddprun", "cifar10-ddprun", "ddprun", ["kill-worker", "kill-ddprun", "kill-master", "net-cut"]),
+    "elastic": (elastic.OVERLAY, "cifar10-elastic", "ddprun", ["lose-node"]),
 }
 # Trainer flags a variant adds to its overlay's.
 EXTRA_FLAGS = {"pytorchjob-zero": ["--zero"]}
@@ -125,7 +139,23 @@ def prepare_job(objs, variant, job_name, timeout):
         c["args"] = args + EXTRA_FLAGS.get(variant, [])
         env = [e for e in c.get("env", []) if e["name"] != "OMP_NUM_THREADS"]
         c["env"] = env + [{"name": "OMP_NUM_THREADS", "value": "1"}]
+    if is_elastic(variant):
+        elastic.shorten(job)
     return job
+
+
+def is_elastic(variant):
+    """True for the elastic job: Workers only, its group's size changes, so its weights are not
+    compared with a reference (play_round)."""
+    return VARIANTS[variant][0] == elastic.OVERLAY
+
+
+def pod_names(variant, job_name, replicas):
+    """The job's pods, the store's host first (the master, or the elastic job's worker-0: the
+    rendezvous endpoint)."""
+    if is_elastic(variant):
+        return [f"{job_name}-worker-{i}" for i in range(replicas)]
+    return [f"{job_name}-master-0"] + [f"{job_name}-worker-{i}" for i in range(replicas - 1)]
 
 
 # ---- what the trainers left behind -------------------------------------------------------------
@@ -185,6 +215,59 @@ def check_history(recs, ref_recs, written):
     return problems[:8], resumes
 
 
+def check_elastic_history(recs, written, epochs):
+    """Problems with the elastic job's step history, which has no reference to compare with (the
+    world size changes the steps of an epoch and the numerics): where the steps jump back, to a
+    checkpoint some rank logged as written and no later than the furthest step trained; every epoch
+    1..epochs evaluated, the last at the last step trained; a last summary with that step count."""
+    problems = []
+    prev, reached, resumes = 0, 0, []
+    for r in (r for r in recs if r.get("type") == "train"):
+        s = r["step"]
+        if s != prev + 1:
+            c = s - 1
+            resumes.append(c)
+            if c != 0 and c not in written:
+                problems.append(f"step {s} follows step {prev}, but no checkpoint of step {c} was written")
+            if c > reached:
+                problems.append(f"step {s} follows step {prev}: steps {reached + 1}..{c} were never trained")
+        prev, reached = s, max(reached, s)
+    evals = [r for r in recs if r.get("type") == "eval"]
+    missing = sorted(set(range(1, epochs + 1)) - {r["epoch"] for r in evals})
+    if missing:
+        problems.append(f"epochs {missing} never evaluated")
+    if evals and (evals[-1]["epoch"] != epochs or evals[-1]["step"] != reached):
+        problems.append(f"the last evaluation is of epoch {evals[-1]['epoch']} at step {evals[-1]['step']}, "
+                        f"expected epoch {epochs} at the last step trained, {reached}")
+    summaries = [r for r in recs if r.get("type") == "summary"]
+    if not summaries or summaries[-1].get("steps") != reached:
+        problems.append(f"last summary record: {summaries[-1] if summaries else None}, expected steps={reached}")
+    return problems[:8], resumes
+
+
+# A node back in the job is in a group within this long (its pod's init container, ddprun's join,
+# the running nodes' monitor interval and their workers' SIGTERM checkpoint, on a busy machine).
+REJOIN_S = 20.0
+
+
+def elastic_rejoins(sc, res, faults):
+    """Problems with the lost nodes' return: a lost pod created again that ran no attempt although
+    the job went on for REJOIN_S after its creation (ddprun did not grow the group)."""
+    problems = []
+    for f in faults:
+        if f.kind != "lose-node" or f.applied_at is None:
+            continue
+        created = [t for t in res.created.get(f.pod, []) if t > f.applied_at]
+        if not created:
+            continue   # the job ended within the hold
+        ran_on = (res.finished - res.started) - created[0]
+        sizes = elastic.sizes(elastic.incarnations(sc.log_text(f.pod))[-1])
+        if not sizes and ran_on > REJOIN_S:
+            problems.append(f"{f.pod} came back at +{created[0]:.1f} s but never ran in a group, "
+                            f"though the job went on {ran_on:.0f} s")
+    return problems
+
+
 def last_error_line(log_text):
     lines = [l for l in log_text.splitlines() if " ERROR " in l or l.startswith("ERROR") or ": ERROR" in l]
     return lines[-1].strip() if lines else None
@@ -216,13 +299,20 @@ class Fault:
         what = f"{self.kind} {self.pod}" + (f" worker #{self.local}" if self.kind == "kill-worker" else "")
         if self.kind == "net-cut":
             what += f" for {self.duration:.1f} s"
+        if self.kind == "lose-node":
+            what += f" held {self.duration:.1f} s"
         return what + f" at +{self.at:.1f} s"
 
 
 def plan_faults(rng, variant, kind, job_name, replicas, ref_seconds, timeout):
-    pods = [f"{job_name}-master-0"] + [f"{job_name}-worker-{i}" for i in range(replicas - 1)]
+    pods = pod_names(variant, job_name, replicas)
 
     def one(kind, at):
+        if kind == "lose-node":
+            # A node other than the endpoint's (losing that one ends the job, as in torch: the store
+            # lives there); the pod object held 1 s (back before the smaller round closes) to 1.5x
+            # the timeout (the smaller group trains meanwhile).
+            return Fault(kind, at, rng.choice(pods[1:]), duration=rng.uniform(1.0, 1.5 * timeout))
         if kind == "kill-master":
             return Fault(kind, at, pods[0])
         if kind == "kill-worker" and not under_ddprun(variant):
@@ -248,7 +338,7 @@ def apply_fault(f, run, res):
     if run.pod is None or run.phase != "Running" or run.stage != "main" or run.proc is None or run.proc.poll() is not None:
         return False
     pids = run.pod.pids()
-    if f.kind == "kill-master":
+    if f.kind in ("kill-master", "lose-node"):
         victims = sorted(pids)
     elif f.kind == "kill-ddprun":
         victims = [p for p, c in pids.items() if c == "ddprun"]
@@ -266,6 +356,12 @@ def apply_fault(f, run, res):
         f.pod_obj = run.pod
         f.target = f"{run.name} (incarnation {run.incarnation}, link {run.pod.host_link})"
         res.event(f"chaos: {f.kind}: {run.name}'s veth {run.pod.host_link} down for {f.duration:.1f} s")
+    elif f.kind == "lose-node":
+        if "ddprun" not in pids.values():
+            return False
+        run.lose_node(hold=f.duration)
+        f.target = f"{run.name} (incarnation {run.incarnation}) pids {victims}"
+        res.event(f"chaos: lose-node: {run.name}'s node lost (SIGKILL pids {victims}), the pod held {f.duration:.1f} s")
     else:
         for p in victims:
             try:
@@ -349,7 +445,13 @@ def reference(sc, variant, timeout):
     model_dir = os.path.join(sc.pvc, "models", name)
     recs, _ = read_records(os.path.join(model_dir, "metrics.json"))
     steps = [r["step"] for r in recs if r.get("type") == "train"]
-    if steps != list(range(1, len(steps) + 1)):
+    if is_elastic(variant):
+        # A pod later than last_call_timeout makes a round of fewer nodes, then a re-forming: the
+        # steps may jump back, to a written checkpoint.
+        problems, _ = check_elastic_history(recs, checkpoints_written(sc.log_text(p) for p in res.recreated), EPOCHS)
+        if problems:
+            raise RuntimeError(f"the undisturbed {variant} run's history: {problems}")
+    elif steps != list(range(1, len(steps) + 1)):
         raise RuntimeError(f"the undisturbed {variant} run's train records are not steps 1..N: {steps[:5]}...")
     if "--zero" in EXTRA_FLAGS.get(variant, []) and "--zero: optimizer state sharded over 3 ranks" not in sc.log_text(f"{name}-master-0"):
         raise RuntimeError(f"the {variant} reference's rank 0 does not log its ZeRO shard: --zero did not take effect")
@@ -389,7 +491,25 @@ def play_round(sc, settings, refs, seed, same_weights):
     odd = [(p, rc) for p, _, rc in res.exits if rc not in EXPECTED_EXITS]
     if odd:
         out["notes"].append(f"pod exit codes other than 0/137/143/200/201/202: {odd}")
-    if res.condition == "Succeeded":
+    if res.condition == "Succeeded" and is_elastic(variant):
+        recs, torn = read_records(os.path.join(model_dir, "metrics.json"))
+        problems, jumps = check_elastic_history(recs, checkpoints_written(logs.values()), EPOCHS)
+        problems += elastic_rejoins(sc, res, faults)
+        if torn:
+            out["notes"].append(f"{len(torn)} metrics line(s) not JSON (a write cut short): {torn[0][:80]!r}")
+        model = os.path.join(model_dir, "model.pt")
+        if not (os.path.isfile(model) and os.path.getsize(model) > 0):
+            problems.insert(0, f"no model written ({model})")
+        if stalled:
+            problems.insert(0, stalled)
+        applied = any(f.applied_at is not None for f in faults)
+        out["outcome"] = "FAILED" if problems else "succeeded" if applied else "no fault (the job ended first)"
+        out["problems"] = problems
+        host = f"{name}-worker-0"
+        out["detail"] = (f"{sum(res.recreated.values())} pod recreations, group sizes on {host}: "
+                         f"{elastic.sizes(logs.get(host, ''))}, history jumps back to {jumps}, "
+                         f"longest quiet {dog.longest:.1f} s")
+    elif res.condition == "Succeeded":
         same, how = same_weights(ref["model"], model_dir)
         recs, torn = read_records(os.path.join(model_dir, "metrics.json"))
         problems, jumps = check_history(recs, ref["records"], checkpoints_written(logs.values()))
@@ -473,5 +593,5 @@ def scenario_chaos(sc, state, settings, expect, same_weights, play_data_job):
         results.append(play_round(sc, settings, refs, settings.seed + i, same_weights))
     failed = summarize(results, settings)
     state["chaos"] = results
-    expect(not failed, f"every chaos round ended identical or with a clear permanent error "
+    expect(not failed, f"every chaos round ended identical (elastic: succeeded) or with a clear permanent error "
                        f"({len(results) - len(failed)}/{len(results)}; failing seeds {[r['seed'] for r in failed]})")

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """The chaos scenario's verdicts, proven on made-up histories (no root, no pods, no binaries): the
 step-history check must pass an interrupted run that resumed correctly and catch a lost step, a
-repeated step, a resume from a checkpoint nobody wrote and a run that stops short; a round's plan
-must follow from its seed alone; the overrides must reach the trainer and ddprun where they read
-them. Run by ctest (rehearsal_chaos_checks) and directly."""
+repeated step, a resume from a checkpoint nobody wrote and a run that stops short (the elastic job's
+check, without a reference, the same where it can tell); a round's plan must follow from its seed
+alone, and a lost node is never the rendezvous endpoint's; the overrides must reach the trainer and
+ddprun where they read them, and the elastic job its short last call. Run by ctest (rehearsal_chaos_checks) and directly."""
 import os
 import random
 import sys
@@ -14,6 +15,7 @@ REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "k8s"))
 import chaos  # noqa: E402
+import elastic  # noqa: E402
 import kustomize_lite  # noqa: E402
 
 # The reference: 8 steps, 4 per epoch, losses 8/1 .. 8/8 (any distinct values).
@@ -80,6 +82,42 @@ class HistoryCheck(unittest.TestCase):
         self.assertTrue(any("evaluation of epoch 1" in p for p in self.problems(recs)), self.problems(recs))
 
 
+class ElasticHistoryCheck(unittest.TestCase):
+    """check_elastic_history: no losses to compare (the group size changes them), 2 epochs."""
+
+    def problems(self, recs, written=(2, 4, 6, 8)):
+        return chaos.check_elastic_history(recs, set(written), 2)[0]
+
+    def test_undisturbed_run_passes(self):
+        self.assertEqual(self.problems(REFERENCE), [])
+
+    def test_a_resume_at_another_size_passes(self):
+        # a node lost after step 5 (checkpoint 4), the smaller group's epochs are longer: steps 5..10
+        recs = [train(s) for s in range(1, 6)] + [train(s, loss=0.3) for s in range(5, 7)] + \
+               [{"type": "eval", "step": 7, "epoch": 1}] + [train(s, loss=0.2) for s in range(7, 9)] + \
+               [{"type": "train", "step": s, "epoch": 2, "train_loss": 0.1} for s in (9, 10)] + \
+               [{"type": "eval", "step": 10, "epoch": 2}, summary(10)]
+        problems, jumps = chaos.check_elastic_history(recs, {4}, 2)
+        self.assertEqual(problems, [])
+        self.assertEqual(jumps, [4])
+
+    def test_resume_from_a_checkpoint_nobody_wrote_is_caught(self):
+        recs = [train(s) for s in range(1, 6)] + [train(s) for s in range(4, 9)] + [evaluation(2), summary()]
+        self.assertTrue(any("no checkpoint of step 3" in p for p in self.problems(recs, written=(2, 4))))
+
+    def test_lost_steps_are_caught(self):
+        recs = [train(s) for s in range(1, 5)] + [train(s) for s in range(7, 9)] + [evaluation(2), summary()]
+        self.assertTrue(any("never trained" in p for p in self.problems(recs)), self.problems(recs))
+
+    def test_a_run_that_stops_short_is_caught(self):
+        recs = [train(s) for s in range(1, 5)] + [evaluation(1), summary(4)]
+        self.assertTrue(any("epochs [2] never evaluated" in p for p in self.problems(recs)), self.problems(recs))
+
+    def test_a_summary_that_disagrees_is_caught(self):
+        recs = REFERENCE[:-1] + [summary(7)]
+        self.assertTrue(any("last summary" in p for p in self.problems(recs)), self.problems(recs))
+
+
 class Plans(unittest.TestCase):
     def plan(self, seed):
         settings = chaos.Settings(rounds=1, seed=seed)
@@ -102,6 +140,12 @@ class Plans(unittest.TestCase):
             for f in chaos.plan_faults(random.Random(seed), "ddprun", "net-cut", "job", 3, 15.0, 20.0):
                 if f.kind == "net-cut":
                     self.assertGreater(f.duration, 20.0)
+
+    def test_a_lost_node_is_never_the_endpoint_and_comes_back(self):
+        for seed in range(200):
+            for f in chaos.plan_faults(random.Random(seed), "elastic", "lose-node", "job", 3, 15.0, 20.0):
+                self.assertIn(f.pod, ("job-worker-1", "job-worker-2"))
+                self.assertTrue(1.0 <= f.duration <= 30.0, f.duration)
 
     def test_filters_refuse_unknown_names(self):
         with self.assertRaises(ValueError):
@@ -130,6 +174,11 @@ class Overrides(unittest.TestCase):
                         self.assertLess(args.index(flag), program)
                         self.assertEqual(args[args.index(flag) + 1], "7.5")
                 self.assertIn({"name": "OMP_NUM_THREADS", "value": "1"}, c["env"])
+            if chaos.is_elastic(variant):
+                self.assertNotIn("Master", job["spec"]["pytorchReplicaSpecs"])
+                self.assertIn({"key": "last_call_timeout", "value": elastic.LAST_CALL_S},
+                              job["spec"]["elasticPolicy"]["rdzvConf"])
+                self.assertEqual(job["spec"]["nprocPerNode"], elastic.NPROC)
 
 
 if __name__ == "__main__":

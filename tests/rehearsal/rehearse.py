@@ -71,12 +71,14 @@ the environment the controller injects (operators.py). Scenarios:
                CIFAR-10 in the local S3 to Completed with model.tar.gz; "local" -> neither branch.
   chaos        (not in the default list) seeded rounds of faults — a worker process, a whole ddprun,
                the master pod (the store's host) SIGKILLed, a pod's network cut for longer than the
-               configured timeout — in the PyTorchJob and ddprun variants; every round must end with
-               weights identical to an undisturbed run and an intact step history, or with a clear
-               permanent error, never a hang (chaos.py says how each is checked).
+               configured timeout — in the PyTorchJob and ddprun variants, and a worker's node lost
+               for a while in the elastic job; every round must end with weights identical to an
+               undisturbed run (the elastic job: succeeded with a model) and an intact step history,
+               or with a clear permanent error, never a hang (chaos.py says how each is checked).
                --chaos-rounds N (7) --chaos-seed S (1: rounds use seeds S..S+N-1)
                --chaos-timeout T (20: the trainers' --timeout, ddprun's --join-timeout and --store-timeout)
-               --chaos-kinds kill-worker,kill-ddprun,kill-master,net-cut --chaos-variants pytorchjob,pytorchjob-zero,ddprun
+               --chaos-kinds kill-worker,kill-ddprun,kill-master,net-cut,lose-node
+               --chaos-variants pytorchjob,pytorchjob-zero,ddprun,elastic
 
 The manifests are played as written except these overrides, so a run takes seconds: --epochs 2
 (1 for ddprun), --checkpoint-every 20. The data-prep Jobs write synthetic data only when asked by name:
@@ -905,7 +907,7 @@ def main():
     ap.add_argument("--chaos-timeout", type=float, default=20.0,
                     help="chaos: the trainers' --timeout, ddprun's --join-timeout and --store-timeout, seconds")
     ap.add_argument("--chaos-kinds", default="", help="chaos: only these faults (comma-separated)")
-    ap.add_argument("--chaos-variants", default="", help="chaos: only these jobs (pytorchjob, pytorchjob-zero, ddprun)")
+    ap.add_argument("--chaos-variants", default="", help="chaos: only these jobs (pytorchjob, pytorchjob-zero, ddprun, elastic)")
     ap.add_argument("--kfp-version", choices=kfp_backend.VERSIONS,
                     help="pipeline: plan with this KFP backend's rules only (default: every version, same result)")
     ap.add_argument("--standin-bin-dir", help=argparse.SUPPRESS)  # harness development only, never in ctest
