@@ -16,9 +16,11 @@ one or two faults at random times:
                 if the pod is still there): packets are dropped, connections stay open, only
                 timeouts notice
   lose-node     (elastic) the node of worker-1 or worker-2 (not the endpoint's, whose loss ends the
-                job) lost: every process of the pod SIGKILLed, the pod object held 1 s to 1.5x the
-                timeout (operators.PodRun.lose_node), then created again; the others go on without
-                it and the group grows again when it is back
+                job) lost: every process of the pod SIGKILLed — in half the rounds its network cut
+                first, so no FIN or RST tells the others (a node powered off: only their timeouts
+                notice) —, the pod object held 1 s to 1.5x the timeout (operators.PodRun.lose_node),
+                then created again; the others go on without it and the group grows again when it
+                is back
 
 Everything random comes from the round's seed: the job variant and the first fault's kind (the seed
 indexes the list of (variant, kind) pairs, so consecutive seeds cover every pair), the target pod and
@@ -294,13 +296,14 @@ class Fault:
         self.restore_at = None     # net-cut: when the link goes up again (seconds after the start)
         self.target = None         # what was hit, in words
         self.pod_obj = None
+        self.silent = False        # lose-node: the network cut before the processes die
 
     def describe(self):
         what = f"{self.kind} {self.pod}" + (f" worker #{self.local}" if self.kind == "kill-worker" else "")
         if self.kind == "net-cut":
             what += f" for {self.duration:.1f} s"
         if self.kind == "lose-node":
-            what += f" held {self.duration:.1f} s"
+            what += f"{' (silent)' if self.silent else ''} held {self.duration:.1f} s"
         return what + f" at +{self.at:.1f} s"
 
 
@@ -312,7 +315,9 @@ def plan_faults(rng, variant, kind, job_name, replicas, ref_seconds, timeout):
             # A node other than the endpoint's (losing that one ends the job, as in torch: the store
             # lives there); the pod object held 1 s (back before the smaller round closes) to 1.5x
             # the timeout (the smaller group trains meanwhile).
-            return Fault(kind, at, rng.choice(pods[1:]), duration=rng.uniform(1.0, 1.5 * timeout))
+            f = Fault(kind, at, rng.choice(pods[1:]), duration=rng.uniform(1.0, 1.5 * timeout))
+            f.silent = rng.random() < 0.5   # cut off before it dies: the others notice by their timeout
+            return f
         if kind == "kill-master":
             return Fault(kind, at, pods[0])
         if kind == "kill-worker" and not under_ddprun(variant):
@@ -359,9 +364,10 @@ def apply_fault(f, run, res):
     elif f.kind == "lose-node":
         if "ddprun" not in pids.values():
             return False
-        run.lose_node(hold=f.duration)
+        run.lose_node(hold=f.duration, silent=f.silent)
         f.target = f"{run.name} (incarnation {run.incarnation}) pids {victims}"
-        res.event(f"chaos: lose-node: {run.name}'s node lost (SIGKILL pids {victims}), the pod held {f.duration:.1f} s")
+        how = "network cut, then SIGKILL" if f.silent else "SIGKILL"
+        res.event(f"chaos: lose-node: {run.name}'s node lost ({how} pids {victims}), the pod held {f.duration:.1f} s")
     else:
         for p in victims:
             try:

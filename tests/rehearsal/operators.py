@@ -31,8 +31,9 @@ UpdateJobStatus, pkg/apis/kubeflow.org/v1/pytorch_defaults.go, common/pod.go):
     container in place; Never fails the job. The job succeeds when the Master succeeds; without a
     Master when every Worker did, or, with an elasticPolicy, as soon as one Worker did (v1_succeeded).
   - runPolicy.cleanPodPolicy Running/All: pods still running when the job ends are deleted.
-  - a pod whose node is lost (PodRun.lose_node, played for the elastic scenarios): its processes die,
-    its pod object stays until the node is removed (a hold the caller chooses), then the operator
+  - a pod whose node is lost (PodRun.lose_node, played for the elastic scenarios): its processes die
+    (their connections closed by the kernel, or with silent=True not: the network cut first), its
+    pod object stays until the node is removed (a hold the caller chooses), then the operator
     creates the missing pod; no exit code or restart policy is involved.
 Not played: the elasticPolicy's metrics / HPA (hpa.go; the number of Worker pods stays the
 template's), and the operator's `init-pytorch` init container (nslookup of the master until it
@@ -214,7 +215,7 @@ class PodRun:
         self.stage = None          # index into init containers, or "main"
         self.init_failed = None
         self.main_started = []     # when the main container started, each incarnation
-        self.phase = "Pending"     # Pending, Running, Succeeded, Failed
+        self.phase = "Pending"     # Pending, Running, Succeeded, Failed, Lost (lose_node: held)
         self.exit_code = None
         self.incarnation = 0
         self.lost_until = None     # lose_node(): when the lost node's pod object is gone
@@ -271,20 +272,26 @@ class PodRun:
         self.exit_code = rc
         return rc
 
-    def lose_node(self, hold=None):
+    def lose_node(self, hold=None, silent=False):
         """The pod's node goes away: every process of the pod dies at once (SIGKILL), and the pod
         object stays until the node is removed, `hold` seconds, or with None until end_hold() (the
         node controller marks the node NotReady and evicts its pods, and the pod garbage collector
         deletes them once the Node object is gone: minutes on a real cluster, until the node is
         replaced). Only then does the operator see the pod missing and create it again; no exit
-        code reaches it (play_pytorchjob)."""
+        code reaches it (play_pytorchjob).
+        The pod's network stays until then: the dead processes' connections are closed by their
+        kernel (FIN/RST reach the peers: a crash, an OOM kill), which deleting the namespace at once
+        would race with. silent=True cuts the network first instead (a node powered off or cut
+        off: nothing more leaves it, the peers notice by their timeouts only)."""
+        if silent:
+            self.pod.cut_network()
         self.pod.signal_all(signal.SIGKILL)
         self.lost_until = math.inf if hold is None else time.time() + hold
 
     def end_hold(self):
         """The lost node's pod object is gone now: the operator creates the pod on its next pass."""
         self.lost_until = time.time()
-        if self.pod is None and self.phase == "Pending":
+        if self.phase == "Lost":
             self.create_at = self.containers_at = self.lost_until
 
     def restart_in_place(self):
@@ -473,6 +480,9 @@ def play_pytorchjob(job, factory, timeout, dns_delay=0.0, master_start_delay=0.0
     while True:
         now = time.time()
         for r in runs:
+            if r.phase == "Lost" and now >= r.create_at:
+                r.delete()          # the lost node's pod object is gone: the operator sees it missing
+                r.phase = "Pending"
             if r.pod is None and r.phase == "Pending" and now >= r.create_at:
                 pod = r.create()
                 res.created.setdefault(r.name, []).append(time.time() - res.started)
@@ -494,10 +504,9 @@ def play_pytorchjob(job, factory, timeout, dns_delay=0.0, master_start_delay=0.0
             res.exits.append((r.name, r.incarnation, rc))
             if r.lost_until is not None:
                 # A lost node's pod: no container status, no restart policy; the operator creates the
-                # missing pod once the pod object is gone (the hold).
+                # missing pod once the pod object is gone (the hold; its namespace goes then too).
                 factory.cluster.unpublish(r.name)
-                r.delete()
-                r.phase = "Pending"
+                r.phase = "Lost"
                 r.create_at = r.containers_at = max(r.lost_until, time.time() + 1.0)
                 res.recreated[r.name] += 1
                 hold = "until the node is replaced" if r.create_at == math.inf else \

@@ -513,7 +513,7 @@ def scenario_ddprun(sc, state):
 # lost node's pod comes back once the smaller group has written one (at least ELASTIC_HOLD_S after
 # the loss, at most ELASTIC_HOLD_MAX_S).
 ELASTIC_OVERRIDES = OVERRIDES + [("--checkpoint-every", "5")]
-ELASTIC_HOLD_S, ELASTIC_HOLD_MAX_S = 5.0, 90.0
+ELASTIC_HOLD_S, ELASTIC_HOLD_MAX_S = 5.0, 60.0
 
 
 def scenario_elastic(sc, state):
@@ -546,7 +546,7 @@ def scenario_elastic(sc, state):
                 pods["worker-2"].end_hold()
                 lost["back"] = steps[-1]
     job, res = pytorchjob_run(sc, elastic.OVERLAY, ELASTIC_OVERRIDES, mutate=elastic.shorten, on_tick=on_tick,
-                              data_first=True, timeout=400)
+                              data_first=True, timeout=300)
     name = job["metadata"]["name"]
     if res.condition != "Succeeded":
         print(sc.tail(name, 30))
