@@ -253,19 +253,18 @@ REJOIN_S = 20.0
 
 
 def elastic_rejoins(sc, res, faults):
-    """Problems with the lost nodes' return: a lost pod created again that ran no attempt although
-    the job went on for REJOIN_S after its creation (ddprun did not grow the group)."""
+    """Problems with the lost nodes' return: a lost pod whose latest incarnation ran no attempt
+    although the job went on for REJOIN_S after its creation (ddprun did not grow the group)."""
     problems = []
-    for f in faults:
-        if f.kind != "lose-node" or f.applied_at is None:
-            continue
-        created = [t for t in res.created.get(f.pod, []) if t > f.applied_at]
-        if not created:
+    lost = {f.pod: f.applied_at for f in faults if f.kind == "lose-node" and f.applied_at is not None}
+    for pod, applied_at in sorted(lost.items()):
+        created = res.created.get(pod, [])[-1]
+        if created <= applied_at:
             continue   # the job ended within the hold
-        ran_on = (res.finished - res.started) - created[0]
-        sizes = elastic.sizes(elastic.incarnations(sc.log_text(f.pod))[-1])
+        ran_on = (res.finished - res.started) - created
+        sizes = elastic.sizes(elastic.container_runs(sc.log_text(pod))[-1])
         if not sizes and ran_on > REJOIN_S:
-            problems.append(f"{f.pod} came back at +{created[0]:.1f} s but never ran in a group, "
+            problems.append(f"{pod} came back at +{created:.1f} s but never ran in a group, "
                             f"though the job went on {ran_on:.0f} s")
     return problems
 

@@ -2,9 +2,10 @@
 """The chaos scenario's verdicts, proven on made-up histories (no root, no pods, no binaries): the
 step-history check must pass an interrupted run that resumed correctly and catch a lost step, a
 repeated step, a resume from a checkpoint nobody wrote and a run that stops short (the elastic job's
-check, without a reference, the same where it can tell); a round's plan must follow from its seed
-alone, and a lost node is never the rendezvous endpoint's; the overrides must reach the trainer and
-ddprun where they read them, and the elastic job its short last call. Run by ctest (rehearsal_chaos_checks) and directly."""
+check, without a reference, the same where it can tell, and a node back that never joins a group);
+a round's plan must follow from its seed alone, and a lost node is never the rendezvous endpoint's;
+the overrides must reach the trainer and ddprun where they read them, and the elastic job its short
+last call. Run by ctest (rehearsal_chaos_checks) and directly."""
 import os
 import random
 import sys
@@ -116,6 +117,34 @@ class ElasticHistoryCheck(unittest.TestCase):
     def test_a_summary_that_disagrees_is_caught(self):
         recs = REFERENCE[:-1] + [summary(7)]
         self.assertTrue(any("last summary" in p for p in self.problems(recs)), self.problems(recs))
+
+
+class ElasticRejoins(unittest.TestCase):
+    """elastic_rejoins on a made-up job: worker-2 lost at +5 s, back at +15 s, the job over at +45 s."""
+
+    class Logs:
+        def __init__(self, text):
+            self.text = text
+
+        def log_text(self, pod):
+            return self.text
+
+    class Result:
+        started, finished = 1000.0, 1045.0
+        created = {"j-worker-2": [0.2, 15.0]}
+
+    def problems(self, last_run):
+        f = chaos.Fault("lose-node", 5.0, "j-worker-2", duration=10.0)
+        f.applied_at = 5.0
+        text = "### first\nrun r attempt 0: node 2 of 3 runs ranks 4..5 of 6\n### back\n" + last_run
+        return chaos.elastic_rejoins(self.Logs(text), self.Result(), [f])
+
+    def test_a_node_back_in_a_group_passes(self):
+        self.assertEqual(self.problems("run r attempt 2: node 0 of 3 runs ranks 0..1 of 6\n"), [])
+
+    def test_a_node_left_waiting_is_caught(self):
+        problems = self.problems("round 1 closed with 2 node(s) before this node joined: waiting\n")
+        self.assertTrue(any("never ran in a group" in p for p in problems), problems)
 
 
 class Plans(unittest.TestCase):

@@ -4,8 +4,8 @@ and what ddprun's logs say about the group's sizes (rehearse.py's `elastic` scen
 
 ddprun logs one line per attempt on every node, "run <id> attempt K: node R of N runs ranks a..b of W",
 and on a node that sees others waiting while its round runs, "N node(s) waiting to join: re-forming
-the group as attempt K". A pod's log holds every incarnation of the pod, each after a "### " line
-(netpods.Pod.start).
+the group as attempt K". A pod's log holds every container run of every incarnation of the pod, each
+after a "### " line (netpods.Pod.start).
 """
 import re
 
@@ -33,10 +33,11 @@ def shorten(job, last_call_s=LAST_CALL_S, nproc=NPROC):
     return job
 
 
-def incarnations(log_text):
-    """A pod's log split at the "### " line each start of a container writes."""
+def container_runs(log_text):
+    """A pod's log split at the "### " line each container start writes (init containers too): the
+    last part is the main container of the pod's latest incarnation."""
     parts = re.split(r"(?m)^### ", log_text)
-    return [p for p in parts[1:]] if len(parts) > 1 else [log_text]
+    return parts[1:] if len(parts) > 1 else [log_text]
 
 
 def events(log_text):

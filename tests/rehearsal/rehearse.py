@@ -571,7 +571,7 @@ def scenario_elastic(sc, state):
     expect(bool(reforms), f"a survivor re-formed the group for the waiting node (not a restart): {reforms[:2]}")
     expect("back" in lost and res.recreated[f"{name}-worker-2"] == 1,
            f"worker-2 was created again once (after the group of 2 wrote checkpoint {lost.get('back')})")
-    back = elastic.incarnations(logs["worker-2"])[-1]
+    back = elastic.container_runs(logs["worker-2"])[-1]
     expect(3 in elastic.sizes(back), f"the new worker-2 ran in a group of 3 nodes ({elastic.sizes(back)})")
     failures = [(p, rc) for p, _, rc in res.exits if rc != 0]
     expect(failures and all(rc >= 128 for _, rc in failures), f"every failure was retryable (>= 128): {failures}")
