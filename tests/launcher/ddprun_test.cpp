@@ -550,3 +550,43 @@ TEST_F(Ddprun, AnElasticRoundWithoutItsMinimumEndsAtTheJoinTimeout) {
       << p.output();
   EXPECT_TRUE(starts(starts_file).empty());
 }
+
+// A node that goes silent mid-run (frozen here with SIGSTOP: its connections stay open, no reset
+// reaches anyone, as in a partition) is lost after keep_alive_interval x keep_alive_max_attempt
+// (0.5 s x 4), not when its peers' collectives time out: the two others restart without it as
+// attempt 1, a failure counted against --max-restarts, and finish. The workers here never talk to
+// each other, so without the keep-alive attempt 0 would never end (the silent node never finishes).
+TEST_F(Ddprun, ASilentNodeIsLostAfterTheKeepAliveTimeoutAndTheOthersGoOnWithoutIt) {
+  int port = ddp::testing::free_port();
+  std::vector<std::unique_ptr<Subprocess>> nodes;
+  for (int i = 0; i < 3; ++i)
+    nodes.push_back(std::make_unique<Subprocess>(
+        ddprun_args({"--nnodes", "2:3", "--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:" + std::to_string(port),
+                     "--rdzv-conf", "last_call_timeout=1,keep_alive_interval=0.5,keep_alive_max_attempt=4",
+                     "--max-restarts", "1", "--join-timeout", "60"}),
+        env({{"DDP_TEST_WORKER", "fail_sometimes"}, {"FAIL_RANK", "-1"}, {"FAIL_ATTEMPTS", "1"}})));
+  auto started = [&](const std::string& attempt) {
+    int n = 0;
+    for (const auto& line : starts(starts_file)) n += line.substr(line.find(' ') + 1) == attempt;
+    return n;
+  };
+  for (int i = 0; i < 3000 && started("0") < 3; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(started("0"), 3) << nodes[0]->output();
+  size_t silent = 0;
+  while (nodes[silent]->output().find("store listening on port") != std::string::npos) ++silent;
+  ASSERT_EQ(::kill(nodes[silent]->pid(), SIGSTOP), 0);
+  const auto frozen_at = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (i != silent) EXPECT_EQ(nodes[i]->wait(60s), 0) << nodes[i]->output();
+  EXPECT_LT(std::chrono::steady_clock::now() - frozen_at, 30s);
+  ::kill(nodes[silent]->pid(), SIGKILL);
+  EXPECT_EQ(started("1"), 2);
+  std::string survivors;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (i != silent) survivors += nodes[i]->output();
+  EXPECT_NE(survivors.find("sent no heartbeat for 2 s (--rdzv-conf keep_alive_interval x keep_alive_max_attempt): "
+                           "restarting without it as attempt 1"),
+            std::string::npos)
+      << survivors;
+  EXPECT_NE(survivors.find("attempt 1: node 1 of 2"), std::string::npos) << survivors;
+}

@@ -211,12 +211,16 @@ TEST(LaunchConfig, TheC10dRendezvousHandsOutNodeRanksAndTakesAnElasticRange) {
   EXPECT_FALSE(c.is_host.has_value());
   // PyTorchJob's elasticPolicy, as the operator hands it over.
   auto e = parse({"true"}, {{"PET_NNODES", "1:3"}, {"PET_RDZV_BACKEND", "c10d"}, {"PET_RDZV_ENDPOINT", "job-worker-0:29400"},
-                            {"PET_RDZV_CONF", "last_call_timeout=2.5,is_host=1"}});
+                            {"PET_RDZV_CONF", "last_call_timeout=2.5,is_host=1,keep_alive_interval=2,keep_alive_max_attempt=5"}});
   EXPECT_TRUE(e.dynamic_rendezvous);
   EXPECT_EQ(e.min_nodes, 1);
   EXPECT_EQ(e.nnodes, 3);
   EXPECT_EQ(e.last_call, std::chrono::milliseconds(2500));
   EXPECT_EQ(e.is_host, std::optional<bool>(true));
+  EXPECT_EQ(e.keep_alive_interval, std::chrono::seconds(2));
+  EXPECT_EQ(e.keep_alive_max_attempt, 5);
+  EXPECT_EQ(c.keep_alive_interval, std::chrono::seconds(5));  // torch's defaults
+  EXPECT_EQ(c.keep_alive_max_attempt, 3);
   EXPECT_TRUE(e.notes.empty());
   // A node rank with an elastic range is torchrun's too: it has no effect, and ddprun says so.
   auto r = parse({"--nnodes", "1:3", "--node-rank", "2", "--rdzv-backend", "c10d", "--master-addr", "m", "true"});
@@ -241,6 +245,8 @@ TEST(LaunchConfig, EveryBadValueIsAConfigErrorNamingItsSource) {
   EXPECT_HAS(config_error({"--rdzv-backend", "etcd-v2", "true"}), "--rdzv-backend='etcd-v2' is not supported");
   EXPECT_HAS(config_error({"--nnodes", "1:2", "--rdzv-backend", "c10d", "--rdzv-conf", "is_host=maybe", "--master-addr", "m", "true"}),
              "--rdzv-conf: is_host='maybe'");
+  EXPECT_HAS(config_error({"--rdzv-conf", "keep_alive_max_attempt=0", "true"}),
+             "--rdzv-conf: keep_alive_max_attempt='0' is out of range");
   EXPECT_HAS(config_error({"--nnodes", "2", "--rdzv-backend", "c10d", "--node-rank", "x", "--master-addr", "m", "true"}),
              "--node-rank='x' is not an integer");
   EXPECT_HAS(config_error({"--nnodes", "2", "--master-addr", "m", "true"}), "no node rank");

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <vector>
 
 #include "ddp/launcher/failure_summary.h"
@@ -143,7 +144,7 @@ class Agent {
   }
 
  private:
-  enum class Event { kLocalSuccess, kLocalFailure, kRemoteRestart, kRemoteAbort, kStopSignal, kNodesWaiting };
+  enum class Event { kLocalSuccess, kLocalFailure, kRemoteRestart, kRemoteAbort, kStopSignal, kNodesWaiting, kNodeLost };
   struct Outcome {
     Event event;
     int code = 0;
@@ -202,6 +203,10 @@ class Agent {
           round = next;
           return std::nullopt;
         }
+        case Event::kNodeLost: {
+          stop_workers(group, SIGTERM);  // they may hang in a collective with the lost node's ranks
+          return restart_without_lost_node(round, o.reason);
+        }
         case Event::kRemoteRestart:
           DDP_LOG(WARN) << "another node moved the job to attempt " << o.round << ": restarting this node's workers";
           stop_workers(group, SIGTERM);
@@ -254,6 +259,7 @@ class Agent {
         if (state.abort_code) return {Event::kRemoteAbort, *state.abort_code, 0, state.abort_reason};
         if (state.round > round) return {Event::kRemoteRestart, 0, state.round};
         if (state.waiting > 0) return {Event::kNodesWaiting, state.waiting, round};
+        if (state.lost_node) return {Event::kNodeLost, kExitTimeout, round, lost_node_reason(*state.lost_node)};
         next_poll = Clock::now() + config_.monitor_interval;
       }
     }
@@ -278,9 +284,33 @@ class Agent {
         return std::nullopt;
       }
       if (coord_->all_done(round, layout_.nnodes)) return 0;
+      // A node lost before it finished: the job cannot end without it, so the round is restarted
+      // (this node's workers resume from the last checkpoint, which is at the end).
+      if (state.lost_node) return restart_without_lost_node(round, lost_node_reason(*state.lost_node));
       wait_events(config_.monitor_interval);
       if (stop_signal_) return 0;  // nothing left to stop, and every worker here succeeded
     }
+  }
+
+  std::string lost_node_reason(int slot) const {
+    std::ostringstream s;
+    s << "node " << slot << " of attempt " << layout_.round << " sent no heartbeat for "
+      << config_.keep_alive_interval.count() * config_.keep_alive_max_attempt / 1000.0
+      << " s (--rdzv-conf keep_alive_interval x keep_alive_max_attempt)";
+    return s.str();
+  }
+
+  // Another node went silent: a failure like a worker's (exit 201, retryable), so it costs a restart,
+  // and the next round closes without it; with no restarts left the job ends with 201.
+  std::optional<int> restart_without_lost_node(int64_t& round, const std::string& reason) {
+    if (layout_.restarts >= config_.max_restarts) {
+      DDP_LOG(ERROR) << reason << ", and no restarts are left (--max-restarts " << config_.max_restarts << ")";
+      return coord_->abort(kExitTimeout, "node " + std::to_string(layout_.node_rank) + ": " + reason);
+    }
+    int64_t next = coord_->request_restart(round, layout_.restarts, /*failure=*/true);
+    DDP_LOG(WARN) << reason << ": restarting without it as attempt " << next;
+    round = next;
+    return std::nullopt;
   }
 
   std::vector<WorkerSpec> make_specs(int64_t round) {

@@ -60,7 +60,7 @@ const std::vector<FlagSpec>& flag_specs() {
       {"rdzv-backend", Kind::kValue, "{static|c10d}", "static: node ranks from --node-rank; c10d: handed out in join order, each round anew (elastic with --nnodes MIN:MAX) [static]"},
       {"rdzv-endpoint", Kind::kValue, "HOST:PORT", "the store's host:port, taken as --master-addr/--master-port when those are unset"},
       {"rdzv-id", Kind::kValue, "NAME", "taken as --run-id when that is unset"},
-      {"rdzv-conf", Kind::kValue, "LIST", "key=value,...: join_timeout (or timeout), read_timeout, last_call_timeout, is_host; torch's heartbeat keys are logged as having no effect"},
+      {"rdzv-conf", Kind::kValue, "LIST", "key=value,...: join_timeout (or timeout), read_timeout, last_call_timeout, is_host, keep_alive_interval, keep_alive_max_attempt"},
   };
   return specs;
 }
@@ -434,6 +434,14 @@ void read_rdzv_conf(const Sources& s, LaunchConfig& c) {
     if (conf.is_host) {
       if (c.dynamic_rendezvous) c.is_host = conf.is_host;
       else c.notes.push_back(r->source + ": is_host has no effect: the static rendezvous's store is in node 0's ddprun");
+    }
+    if (conf.keep_alive_interval || conf.keep_alive_max_attempt) {
+      if (c.dynamic_rendezvous) {
+        if (conf.keep_alive_interval) c.keep_alive_interval = *conf.keep_alive_interval;
+        if (conf.keep_alive_max_attempt) c.keep_alive_max_attempt = *conf.keep_alive_max_attempt;
+      } else {
+        c.notes.push_back(r->source + ": keep_alive_* have no effect: the static rendezvous's nodes send no heartbeats");
+      }
     }
     c.notes.insert(c.notes.end(), conf.no_effect.begin(), conf.no_effect.end());
   }

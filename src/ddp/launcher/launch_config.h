@@ -54,6 +54,10 @@ struct LaunchConfig {
   /// c10d rendezvous: whether this node hosts the store (--rdzv-conf is_host); unset: it does when
   /// the endpoint's host is this machine and the port is free, as torch decides.
   std::optional<bool> is_host;
+  /// c10d rendezvous keep-alive: each node beats every keep_alive_interval; one silent for
+  /// keep_alive_interval x keep_alive_max_attempt is lost (--rdzv-conf; torch's defaults 5 s, 3).
+  std::chrono::milliseconds keep_alive_interval{std::chrono::seconds(5)};
+  int keep_alive_max_attempt = 3;
   int node_rank = 0;  ///< static rendezvous only; a c10d round hands out its own (NodeCoordinator::Layout)
   std::string node_rank_source = "default";
   std::string master_addr = "127.0.0.1";

@@ -239,6 +239,8 @@ std::optional<NodeCoordinator::Layout> NodeCoordinator::join_round(int64_t round
             layout.world_size += w;
           }
           who_ = "node " + std::to_string(slot);
+          beats_.emplace(base, static_cast<int>(slot), static_cast<int>(n), config_.keep_alive_interval,
+                         config_.keep_alive_max_attempt, Clock::now());
           return layout;
         }
         // The round runs without this node: its nodes start the next one for it (or, when the round
@@ -289,6 +291,7 @@ NodeCoordinator::State NodeCoordinator::poll(int64_t round) {
                                       config_.nnodes);
     // Nodes past a full round wait for a restart; they do not trigger one (torch's redundancy list).
     if (n < config_.nnodes && joined > n) s.waiting = static_cast<int>(joined - n);
+    if (beats_) s.lost_node = beats_->beat_and_check(*store_, Clock::now());
   }
   return s;
 }

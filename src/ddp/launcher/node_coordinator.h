@@ -26,6 +26,7 @@
 //   rdzv/<r>/joined   c10d: how many nodes joined round r; a node's slot = the count it got - 1
 //   rdzv/<r>/slot/<j> c10d: the worker count of the node in slot j
 //   rdzv/<r>/closed   c10d: the round's node count N; slots 0..N-1 are its nodes, node rank = slot
+//   rdzv/<r>/beat/<j> c10d: slot j's heartbeat counter (heartbeats.h)
 //   abort             "<exit code>\n<reason>" that ends the job (the first writer wins)
 //   done/<round>      how many nodes' workers all succeeded in that attempt
 //   finished          set when every node of an attempt succeeded: nodes still waiting to join go
@@ -37,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "ddp/launcher/heartbeats.h"
 #include "ddp/launcher/launch_config.h"
 
 namespace ddp {
@@ -85,6 +87,7 @@ class NodeCoordinator {
     std::optional<int> abort_code;
     std::string abort_reason;
     int waiting = 0;  ///< c10d: nodes waiting for a round while `round` runs without them
+    std::optional<int> lost_node;  ///< c10d: a node of `round` that sent no heartbeat for the keep-alive timeout
   };
   State poll(int64_t round);
 
@@ -121,6 +124,7 @@ class NodeCoordinator {
   int port_ = 0;
   std::string run_id_;
   std::optional<Layout> static_layout_;
+  std::optional<Heartbeats> beats_;  ///< c10d: the current round's keep-alive
   std::string who_;  ///< "node 1" (static) or "this node" (c10d, before a round gave it a rank)
 };
 

@@ -29,9 +29,7 @@ std::chrono::milliseconds seconds(const std::string& source, const std::string& 
 const std::map<std::string, const char*>& no_effect_keys() {
   static const std::map<std::string, const char*> keys = {
       {"close_timeout", "torch's agents' shutdown of a round; ddprun's nodes watch the store"},
-      {"heartbeat_timeout", "elastic membership heartbeats; ddprun's nodes watch the store instead"},
-      {"keep_alive_interval", "elastic membership heartbeats; ddprun's nodes watch the store instead"},
-      {"keep_alive_max_attempt", "elastic membership heartbeats; ddprun's nodes watch the store instead"},
+      {"heartbeat_timeout", "torch 1.13's heartbeat; ddprun's are keep_alive_interval x keep_alive_max_attempt"},
       {"use_libuv", "ddprun's store is its own server"},
   };
   return keys;
@@ -59,6 +57,10 @@ RdzvConf parse_rdzv_conf(const std::string& source, const std::string& text) {
       conf.last_call = seconds(source, key, value);
     } else if (key == "is_host") {
       conf.is_host = util::parse_bool(source + ": is_host", value);
+    } else if (key == "keep_alive_interval") {
+      conf.keep_alive_interval = seconds(source, key, value);
+    } else if (key == "keep_alive_max_attempt") {
+      conf.keep_alive_max_attempt = static_cast<int>(util::parse_int(source + ": keep_alive_max_attempt", value, 1, 1000));
     } else if (auto it = no_effect_keys().find(key); it != no_effect_keys().end()) {
       conf.no_effect.push_back(source + ": " + key + "=" + value + " has no effect: " + it->second);
     } else {

@@ -8,8 +8,9 @@
 //   read_timeout (s)       how long one store request may take         -> --store-timeout
 //   last_call_timeout (s)  a round with MIN nodes waits this long for more (c10d rendezvous)
 //   is_host (bool)         whether this node hosts the store (c10d rendezvous)
-//   close_timeout, heartbeat_timeout, keep_alive_interval, keep_alive_max_attempt: torch's agents'
-//                       heartbeats and shutdown; no effect here (ddprun's nodes watch the store)
+//   keep_alive_interval (s), keep_alive_max_attempt (count): the nodes' heartbeats (c10d rendezvous)
+//   close_timeout, heartbeat_timeout: torch's agents' shutdown, and torch 1.13's heartbeat; no
+//                       effect here
 //   use_libuv              how torch's store serves; ddprun's store is its own server
 
 #include <chrono>
@@ -24,6 +25,8 @@ struct RdzvConf {
   std::optional<std::chrono::milliseconds> store_timeout;
   std::optional<std::chrono::milliseconds> last_call;
   std::optional<bool> is_host;
+  std::optional<std::chrono::milliseconds> keep_alive_interval;
+  std::optional<int> keep_alive_max_attempt;
   /// One line per accepted key that has no effect here, saying why (ddprun logs them).
   std::vector<std::string> no_effect;
 };
