@@ -35,6 +35,13 @@ std::vector<std::string> cifar_args(const std::string& data, const std::string& 
           "--checkpoint-dir", ckpt_dir, "--checkpoint-every", "25"};
 }
 
+// 3200 training and 200 test images of synthetic CIFAR-10 in `data` (the binary layout).
+void make_synthetic_cifar(const std::string& data) {
+  Subprocess gen({DDP_MAKE_CIFAR10_SYNTHETIC, "--out", data, "--train", "3200", "--test", "200", "--seed", "4",
+                  "--layout", "bin"});
+  ASSERT_EQ(gen.wait(60s), 0) << gen.output();
+}
+
 std::vector<std::string> with_launcher(std::vector<std::string> launcher, const std::vector<std::string>& program) {
   launcher.insert(launcher.end(), program.begin(), program.end());
   return launcher;
@@ -134,9 +141,7 @@ class CifarResume : public ::testing::Test {
   void SetUp() override {
     dir = ddp::testing::make_temp_dir("cifar-resume");
     data = dir + "/data";
-    Subprocess gen({DDP_MAKE_CIFAR10_SYNTHETIC, "--out", data, "--train", "3200", "--test", "200", "--seed", "4",
-                    "--layout", "bin"});
-    ASSERT_EQ(gen.wait(60s), 0) << gen.output();
+    ASSERT_NO_FATAL_FAILURE(make_synthetic_cifar(data));
     Subprocess base(with_launcher({kDdprun, "--standalone", "--nproc-per-node", "2"},
                                   args(dir + "/baseline", dir + "/ck-baseline")));
     ASSERT_EQ(base.wait(180s), 0) << base.output();
@@ -241,9 +246,7 @@ class CifarElastic : public ::testing::Test {
   void SetUp() override {
     dir = ddp::testing::make_temp_dir("cifar-elastic");
     data = dir + "/data";
-    Subprocess gen({DDP_MAKE_CIFAR10_SYNTHETIC, "--out", data, "--train", "3200", "--test", "200", "--seed", "4",
-                    "--layout", "bin"});
-    ASSERT_EQ(gen.wait(60s), 0) << gen.output();
+    ASSERT_NO_FATAL_FAILURE(make_synthetic_cifar(data));
   }
   void TearDown() override { fs::remove_all(dir); }
   std::string dir, data;

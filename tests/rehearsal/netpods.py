@@ -75,6 +75,19 @@ def _remove(state):
         _ip("link", "del", link, check=False)
 
 
+def preflight(skip):
+    """What every rehearsal script does first: None when pods can be made here (after removing what
+    runs that died left behind, and saying so), else `skip(reason)` (tests/support/ci.py: exit 77,
+    or a failure under CI=true) for the caller to return."""
+    why = netns_capable()
+    if why:
+        return skip(f"the rehearsal needs root and network namespaces ({why})")
+    stale = clean_stale()
+    if stale:
+        print(f"removed the leftovers of earlier runs (pids {stale})")
+    return None
+
+
 def clean_stale():
     """Removes what runs that died without cleaning up left behind."""
     if not os.path.isdir(STATE_DIR):

@@ -926,12 +926,9 @@ def main():
         ap.error(str(e))
     if args.chaos_rounds < 1 or args.chaos_timeout <= 0:
         ap.error("--chaos-rounds must be >= 1 and --chaos-timeout > 0")
-    why = netpods.netns_capable()
-    if why:
-        return ci.skip(f"the rehearsal needs root and network namespaces ({why})")
-    stale = netpods.clean_stale()
-    if stale:
-        print(f"removed the leftovers of earlier runs (pids {stale})")
+    skipped = netpods.preflight(ci.skip)
+    if skipped is not None:
+        return skipped
     args.repo = os.path.abspath(args.repo)
     own_work = args.work is None
     args.work = args.work or tempfile.mkdtemp(prefix="ddp-rehearsal-")

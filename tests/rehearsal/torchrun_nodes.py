@@ -119,12 +119,9 @@ def main():
         if not os.access(path, os.X_OK):
             print(f"FAIL: not built: {path}")
             return 1
-    why = netpods.netns_capable()
-    if why:
-        return ci.skip(f"the rehearsal needs root and network namespaces ({why})")
-    stale = netpods.clean_stale()
-    if stale:
-        print(f"removed the leftovers of earlier runs (pids {stale})")
+    skipped = netpods.preflight(ci.skip)
+    if skipped is not None:
+        return skipped
     own_work = args.work is None
     args.work = args.work or tempfile.mkdtemp(prefix="ddp-torchrun-nodes-")
     os.makedirs(args.work, exist_ok=True)
