@@ -211,10 +211,16 @@ def check_history(recs, ref_recs, written):
         if ref is None or any(r.get(k) != ref.get(k) for k in keys):
             problems.append(f"evaluation of epoch {r['epoch']} {[r.get(k) for k in keys]} != the reference's "
                             f"{[ref.get(k) for k in keys] if ref else None}")
-    summaries = [r for r in recs if r.get("type") == "summary"]
-    if not summaries or summaries[-1].get("steps") != last:
-        problems.append(f"last summary record: {summaries[-1] if summaries else None}, expected steps={last}")
+    problems += summary_problems(recs, last)
     return problems[:8], resumes
+
+
+def summary_problems(recs, steps):
+    """The run's last summary record must count `steps` steps."""
+    summaries = [r for r in recs if r.get("type") == "summary"]
+    if not summaries or summaries[-1].get("steps") != steps:
+        return [f"last summary record: {summaries[-1] if summaries else None}, expected steps={steps}"]
+    return []
 
 
 def check_elastic_history(recs, written, epochs):
@@ -241,9 +247,7 @@ def check_elastic_history(recs, written, epochs):
     if evals and (evals[-1]["epoch"] != epochs or evals[-1]["step"] != reached):
         problems.append(f"the last evaluation is of epoch {evals[-1]['epoch']} at step {evals[-1]['step']}, "
                         f"expected epoch {epochs} at the last step trained, {reached}")
-    summaries = [r for r in recs if r.get("type") == "summary"]
-    if not summaries or summaries[-1].get("steps") != reached:
-        problems.append(f"last summary record: {summaries[-1] if summaries else None}, expected steps={reached}")
+    problems += summary_problems(recs, reached)
     return problems[:8], resumes
 
 

@@ -97,10 +97,9 @@ class Agent {
     if (config_.nproc_per_node > 1 && !env_.count("OMP_NUM_THREADS"))
       DDP_LOG(WARN) << "setting OMP_NUM_THREADS=1 for every worker so " << config_.nproc_per_node
                     << " workers do not oversubscribe the CPUs (as torchrun does); set it to tune";
-    std::string run_id;
     try {
       coord_ = std::make_unique<NodeCoordinator>(config_, [this] { return check_signals(); });
-      run_id = coord_->start();
+      run_id_ = coord_->start();
     } catch (const Interrupted& i) {
       DDP_LOG(WARN) << "stopped by " << signal_name(i.signal) << " while joining the other nodes";
       return 128 + i.signal;
@@ -134,7 +133,7 @@ class Agent {
         return finish(report_and_exit_code(e));
       }
       round = layout_.round;
-      DDP_LOG(INFO) << "run " << run_id << " attempt " << round << ": node " << layout_.node_rank << " of "
+      DDP_LOG(INFO) << "run " << run_id_ << " attempt " << round << ": node " << layout_.node_rank << " of "
                     << layout_.nnodes << " runs ranks " << layout_.rank_offset << ".."
                     << layout_.rank_offset + config_.nproc_per_node - 1 << " of " << layout_.world_size << "; store "
                     << config_.master_addr << ":" << coord_->port();
@@ -332,14 +331,14 @@ class Agent {
       put("MASTER_PORT", std::to_string(coord_->port()));
       put("TORCHELASTIC_RESTART_COUNT", std::to_string(round));
       put("TORCHELASTIC_MAX_RESTARTS", std::to_string(config_.max_restarts));
-      put("TORCHELASTIC_RUN_ID", layout_.run_id);
+      put("TORCHELASTIC_RUN_ID", run_id_);
       put("TORCHELASTIC_USE_AGENT_STORE", "True");
       if (config_.nproc_per_node > 1 && !env_.count("OMP_NUM_THREADS")) put("OMP_NUM_THREADS", "1");
       WorkerSpec spec;
       // Never ddprun's own (which gets the root cause at the end): each worker its own file or none.
       env.erase("TORCHELASTIC_ERROR_FILE");
       if (!error_dir_.empty()) {
-        std::string dir = error_dir_ + "/" + layout_.run_id + "/attempt_" + std::to_string(round) + "/" +
+        std::string dir = error_dir_ + "/" + run_id_ + "/attempt_" + std::to_string(round) + "/" +
                           std::to_string(rank);
         make_log_dirs(dir);
         spec.error_file = dir + "/error.json";
@@ -358,7 +357,7 @@ class Agent {
         spec.stderr_to_console = false;
       }
       if (!log_dir_.empty()) {
-        std::string dir = log_dir_ + "/" + layout_.run_id + "/attempt_" + std::to_string(round) + "/" +
+        std::string dir = log_dir_ + "/" + run_id_ + "/attempt_" + std::to_string(round) + "/" +
                           std::to_string(rank);
         make_log_dirs(dir);
         spec.stdout_file = dir + "/stdout.log";
@@ -468,6 +467,7 @@ class Agent {
   OutputPump pump_;
   std::unique_ptr<NodeCoordinator> coord_;
   NodeCoordinator::Layout layout_;
+  std::string run_id_;  ///< the job's (the store host's), from NodeCoordinator::start
   int stop_signal_ = 0;
   int stop_requests_ = 0;
 };

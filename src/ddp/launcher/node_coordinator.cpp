@@ -164,6 +164,19 @@ int64_t NodeCoordinator::restarts_before(int64_t round) {
   return util::parse_int("store key " + key, store_->get_string(key), 0, std::numeric_limits<int64_t>::max());
 }
 
+// Every node's worker count, in node order: this node's first global rank and the world size.
+void NodeCoordinator::add_worker_counts(const std::vector<std::string>& keys, int me, Layout& layout) {
+  for (int k = 0; k < static_cast<int>(keys.size()); ++k) {
+    const int n = static_cast<int>(util::parse_int("store key " + keys[k], store_->get_string(keys[k]), 1, 4096));
+    if (k < me) layout.rank_offset += n;
+    layout.world_size += n;
+  }
+}
+
+int64_t NodeCoordinator::closed_count(const std::string& base) {
+  return util::parse_int("store key " + base + "closed", store_->get_string(base + "closed"), 1, config_.nnodes);
+}
+
 std::optional<NodeCoordinator::Layout> NodeCoordinator::join(int64_t round) {
   if (config_.dynamic_rendezvous) return join_round(round);
   if (!static_layout_) static_layout_ = join_static();
@@ -179,18 +192,13 @@ NodeCoordinator::Layout NodeCoordinator::join_static() {
   auto deadline = Clock::now() + config_.join_timeout;
   layout.node_rank = me;
   layout.nnodes = config_.nnodes;
-  layout.run_id = run_id_;
   const std::string node = kPrefix + "node/" + std::to_string(me);
   layout.joins = store_->add(node + "/joins", 1);
   store_->set(node + "/nproc", std::to_string(config_.nproc_per_node));
   std::vector<std::string> keys;
   for (int k = 0; k < config_.nnodes; ++k) keys.push_back(kPrefix + "node/" + std::to_string(k) + "/nproc");
   wait_keys(keys, deadline, "all " + std::to_string(config_.nnodes) + " nodes to join");
-  for (int k = 0; k < config_.nnodes; ++k) {
-    const int n = static_cast<int>(util::parse_int("store key " + keys[k], store_->get_string(keys[k]), 1, 4096));
-    if (k < me) layout.rank_offset += n;
-    layout.world_size += n;
-  }
+  add_worker_counts(keys, me, layout);
   if (layout.joins > 1)
     DDP_LOG(WARN) << "node " << me << " joined again (" << layout.joins
                   << " times): its launcher was restarted; joining attempt " << current_round();
@@ -221,23 +229,17 @@ std::optional<NodeCoordinator::Layout> NodeCoordinator::join_round(int64_t round
         break;
       }
       if (store_->check({base + "closed"})) {
-        const int64_t n = util::parse_int("store key " + base + "closed", store_->get_string(base + "closed"), 1,
-                                          config_.nnodes);
+        const int64_t n = closed_count(base);
         if (slot < n) {
           Layout layout;
           layout.node_rank = static_cast<int>(slot);
           layout.nnodes = static_cast<int>(n);
-          layout.run_id = run_id_;
-          layout.round = round;
+                  layout.round = round;
           layout.restarts = restarts_before(round);
           std::vector<std::string> keys;
           for (int64_t k = 0; k < n; ++k) keys.push_back(base + "slot/" + std::to_string(k));
           wait_keys(keys, deadline, "the nodes of round " + std::to_string(round) + " to say their worker counts");
-          for (int64_t k = 0; k < n; ++k) {
-            const int w = static_cast<int>(util::parse_int("store key " + keys[k], store_->get_string(keys[k]), 1, 4096));
-            if (k < slot) layout.rank_offset += w;
-            layout.world_size += w;
-          }
+          add_worker_counts(keys, static_cast<int>(slot), layout);
           who_ = "node " + std::to_string(slot);
           beats_.emplace(base, static_cast<int>(slot), static_cast<int>(n), config_.keep_alive_interval,
                          config_.keep_alive_max_attempt, Clock::now());
@@ -287,8 +289,7 @@ NodeCoordinator::State NodeCoordinator::poll(int64_t round) {
   if (config_.dynamic_rendezvous && s.round == round) {
     const std::string base = kPrefix + "rdzv/" + std::to_string(round) + "/";
     const int64_t joined = store_->add(base + "joined", 0);
-    const int64_t n = util::parse_int("store key " + base + "closed", store_->get_string(base + "closed"), 1,
-                                      config_.nnodes);
+    const int64_t n = closed_count(base);
     // Nodes past a full round wait for a restart; they do not trigger one (torch's redundancy list).
     if (n < config_.nnodes && joined > n) s.waiting = static_cast<int>(joined - n);
     if (beats_) s.lost_node = beats_->beat_and_check(*store_, Clock::now());

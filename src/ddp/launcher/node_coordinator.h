@@ -68,7 +68,6 @@ class NodeCoordinator {
     int nnodes = 0;       ///< the attempt's node count (GROUP_WORLD_SIZE)
     int rank_offset = 0;  ///< global rank of this node's local rank 0
     int world_size = 0;
-    std::string run_id;
     int64_t round = 0;     ///< the attempt
     int64_t restarts = 0;  ///< failure restarts used before it
     int64_t joins = 1;
@@ -114,6 +113,8 @@ class NodeCoordinator {
   void throw_if_ended(const std::string& what);
   int64_t current_round();
   int64_t restarts_before(int64_t round);
+  void add_worker_counts(const std::vector<std::string>& keys, int me, Layout& layout);
+  int64_t closed_count(const std::string& round_base);  ///< rdzv/<r>/closed of a closed round
   Layout join_static();
   std::optional<Layout> join_round(int64_t round);
 
